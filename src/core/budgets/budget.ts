@@ -1,0 +1,24 @@
+/**
+ * A retry budget: shared across calls, it decides whether one more retry may be sent.
+ *
+ * The engine calls these hooks, always with the injected clock's time in milliseconds:
+ * `recordRequest` once when a call starts, `recordSuccess` or `recordFailure` after every
+ * attempt, and `tryRetry` just before it would sleep for a retry. A budget that says no makes
+ * the call give up at once, with reason `'budget'`.
+ *
+ * Implement this interface to plug in a budget of your own.
+ */
+export interface Budget {
+  /** A new call is starting (its first attempt, not a retry). */
+  recordRequest(nowMs: number): void;
+  /** An attempt succeeded. */
+  recordSuccess(nowMs: number): void;
+  /**
+   * An attempt failed. `retryable` is true when the failure was the server's or the network's
+   * (a retryable error, or a server's "overloaded, don't retry"), false for a malformed request,
+   * which must not count against the server's health.
+   */
+  recordFailure(nowMs: number, retryable: boolean): void;
+  /** Asked just before a retry waits: true allows it (and spends what it costs), false refuses. */
+  tryRetry(nowMs: number): boolean;
+}

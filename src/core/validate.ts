@@ -1,0 +1,59 @@
+// Shared checks for option validation. Every message names the option and the value at fault,
+// so a bad config fails at construction with a sentence the user can act on.
+
+/** Renders a value for an error message: strings quoted, everything else as JavaScript would print it. */
+export function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (typeof value === 'function') return 'a function';
+  if (value === null || typeof value !== 'object') return String(value);
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
+/** A finite number within [min, max]; `integer` also demands a whole number. */
+export function checkNumber(
+  owner: string,
+  name: string,
+  value: unknown,
+  { min = -Infinity, max = Infinity, integer = false, minExclusive = false } = {},
+): number {
+  const what = integer ? 'an integer' : 'a finite number';
+  if (typeof value !== 'number' || !Number.isFinite(value)) {
+    throw new TypeError(`stormproof: ${owner} ${name} must be ${what}, got ${show(value)}`);
+  }
+  if (integer && !Number.isInteger(value)) {
+    throw new RangeError(`stormproof: ${owner} ${name} must be ${what}, got ${show(value)}`);
+  }
+  const tooSmall = minExclusive ? value <= min : value < min;
+  if (tooSmall || value > max) {
+    const low = Number.isFinite(min) ? `${minExclusive ? '>' : '>='} ${min}` : '';
+    const high = Number.isFinite(max) ? `<= ${max}` : '';
+    const range = [low, high].filter(Boolean).join(' and ');
+    throw new RangeError(`stormproof: ${owner} ${name} must be ${range}, got ${show(value)}`);
+  }
+  return value;
+}
+
+/** Throws on keys the options type does not have, so a typo is an error, not a silent default. */
+export function checkKnownKeys(owner: string, options: object, known: readonly string[]): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key)) {
+      const near = known.find((k) => k.toLowerCase().startsWith(key.toLowerCase().slice(0, 5)));
+      const hint = near ? ` (did you mean ${near}?)` : '';
+      throw new TypeError(`stormproof: ${owner} has no option ${show(key)}${hint}`);
+    }
+  }
+}
+
+/** Options must be a plain object (or absent). */
+export function checkOptionsObject(owner: string, options: unknown): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`stormproof: ${owner} options must be an object, got ${show(options)}`);
+  }
+  return options as Record<string, unknown>;
+}
