@@ -3,7 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // Fail a test that leaves a promise or timer dangling rather than letting it leak into the next.
+    // The package tests load dist/ as users would: build it once first.
+    globalSetup: ['test/setup/build.ts'],
     testTimeout: 20_000,
   },
 });

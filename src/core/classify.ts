@@ -1,0 +1,180 @@
+// The default answer to "can this failure pass, and how long did the server ask us to wait?".
+// It reads the shapes that HTTP clients, Node and undici actually throw, and nothing else: an
+// error it does not recognise is not retried (retry only what can pass).
+import { getHeader, readRetryAfterMs } from './retry-after.js';
+
+/**
+ * What kind of failure an attempt ended with.
+ *
+ * - `'timeout'`: no answer in time (a `TimeoutError`, `timedOut: true`, `ETIMEDOUT`, undici's
+ *   timeout codes).
+ * - `'network'`: the connection failed or dropped (`ECONNRESET`, `socket hang up`, ...).
+ * - `'unavailable'`: 502, 503 or 504.
+ * - `'throttled'`: 429; retried with a larger backoff ceiling.
+ * - `'internal'`: 500; retried at most `maxInternalErrorRetries` times per call.
+ * - `'do-not-retry'`: the server said not to retry (`x-envoy-overloaded`,
+ *   `stormproof-overloaded`, `Stripe-Should-Retry: false`, gRPC's negative pushback).
+ * - `'permanent'`: anything else: a 4xx, an unknown error, a thrown non-object.
+ */
+export type FailureKind =
+  | 'timeout'
+  | 'network'
+  | 'unavailable'
+  | 'throttled'
+  | 'internal'
+  | 'do-not-retry'
+  | 'permanent';
+
+/** How one failed attempt was judged. */
+export interface Verdict {
+  /** Whether this failure may be retried (limits, deadline and budget still apply). */
+  readonly retryable: boolean;
+  /** What kind of failure it was. */
+  readonly kind: FailureKind;
+  /** The HTTP status, when the failure carried one. */
+  readonly status?: number;
+  /** The server's pause (Retry-After), in ms; it is added to the jittered wait. */
+  readonly retryAfterMs?: number;
+  /**
+   * A wait the server chose exactly (gRPC pushback), in ms: it replaces the jittered backoff,
+   * and the backoff after it starts again from the base.
+   */
+  readonly pushbackMs?: number;
+}
+
+/**
+ * The response header with which a stormproof server says "overloaded: do not retry this".
+ * Any value counts. Sent by `stormproof/server` when it sheds load.
+ */
+export const OVERLOADED_HEADER = 'stormproof-overloaded';
+
+/** Error codes of connections that failed or dropped: worth another try. */
+const NETWORK_CODES: ReadonlySet<string> = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'ECONNABORTED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+]);
+
+/** Error codes of answers that did not come in time. */
+const TIMEOUT_CODES: ReadonlySet<string> = new Set([
+  'ETIMEDOUT',
+  'ESOCKETTIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+]);
+
+const PERMANENT: Verdict = Object.freeze({ retryable: false, kind: 'permanent' });
+const TIMEOUT: Verdict = Object.freeze({ retryable: true, kind: 'timeout' });
+const NETWORK: Verdict = Object.freeze({ retryable: true, kind: 'network' });
+
+type Bag = Record<string, unknown>;
+
+function isObject(value: unknown): value is Bag {
+  return (typeof value === 'object' && value !== null) || typeof value === 'function';
+}
+
+function readStatus(error: Bag): number | undefined {
+  const response = error.response;
+  for (const status of [
+    error.status,
+    error.statusCode,
+    isObject(response) ? response.status : undefined,
+  ]) {
+    if (typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 599) {
+      return status;
+    }
+  }
+  return undefined;
+}
+
+/** The error itself and the errors it wraps (`cause`, the first of an AggregateError), nearest first. */
+function* chain(error: Bag): Generator<Bag> {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && isObject(current); depth++) {
+    yield current;
+    const errors = current.errors;
+    if (Array.isArray(errors) && isObject(errors[0])) yield errors[0];
+    current = current.cause;
+  }
+}
+
+function judgeTransport(error: Bag): Verdict | undefined {
+  for (const link of chain(error)) {
+    if (link.name === 'TimeoutError' || link.timedOut === true) return TIMEOUT;
+    const code = link.code;
+    if (typeof code === 'string') {
+      if (TIMEOUT_CODES.has(code)) return TIMEOUT;
+      if (NETWORK_CODES.has(code)) return NETWORK;
+    }
+    if (link.message === 'socket hang up') return NETWORK;
+  }
+  return undefined;
+}
+
+function statusVerdict(status: number): Verdict {
+  if (status === 502 || status === 503 || status === 504) {
+    return { retryable: true, kind: 'unavailable', status };
+  }
+  if (status === 429) return { retryable: true, kind: 'throttled', status };
+  if (status === 500) return { retryable: true, kind: 'internal', status };
+  return { retryable: false, kind: 'permanent', status };
+}
+
+/** Applies the server's own instructions: don't-retry headers, Stripe-Should-Retry, Retry-After. */
+function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: number): Verdict {
+  let result = verdict;
+  if (headers !== undefined) {
+    if (
+      getHeader(headers, 'x-envoy-overloaded') !== undefined ||
+      getHeader(headers, OVERLOADED_HEADER) !== undefined
+    ) {
+      return { ...result, retryable: false, kind: 'do-not-retry' };
+    }
+    const stripe = getHeader(headers, 'stripe-should-retry');
+    if (stripe === 'false') return { ...result, retryable: false, kind: 'do-not-retry' };
+    if (stripe === 'true' && !result.retryable) result = { ...result, retryable: true };
+  }
+  const explicit = error.retryAfterMs;
+  const retryAfterMs =
+    typeof explicit === 'number' && Number.isFinite(explicit) && explicit >= 0
+      ? explicit
+      : headers === undefined
+        ? undefined
+        : readRetryAfterMs(headers, nowMs);
+  return retryAfterMs === undefined ? result : { ...result, retryAfterMs };
+}
+
+/**
+ * The default classifier: judges a failed attempt by what the error carries.
+ *
+ * It reads `status`, `statusCode` or `response.status`; `retryAfterMs`; `headers` (or
+ * `response.headers`, a `Headers` or a plain object) for `retry-after`, `retry-after-ms` and the
+ * don't-retry signals; `name === 'TimeoutError'` or `timedOut: true`; and `code`, along the
+ * `cause` chain. Retries timeouts, dropped connections, 502, 503, 504, 429 (slower) and 500
+ * (once, by default); fails everything else at once.
+ *
+ * `nowMs` is the wall-clock time used to turn a Retry-After date into a wait.
+ *
+ * @example
+ * ```ts
+ * classify(Object.assign(new Error('busy'), { status: 503, headers: { 'retry-after': '2' } }));
+ * // { retryable: true, kind: 'unavailable', status: 503, retryAfterMs: 2000 }
+ * ```
+ */
+export function classify(error: unknown, nowMs: number = Date.now()): Verdict {
+  if (!isObject(error)) return PERMANENT;
+  const status = readStatus(error);
+  const response = error.response;
+  const headers = error.headers ?? (isObject(response) ? response.headers : undefined);
+  if (status !== undefined) return withServerHints(statusVerdict(status), headers, error, nowMs);
+  const transport = judgeTransport(error);
+  if (transport !== undefined) return withServerHints(transport, headers, error, nowMs);
+  return PERMANENT;
+}

@@ -1,0 +1,470 @@
+// The retry options, their defaults (from the founding document) and their validation. Defaults
+// are filled and every value checked once, when a policy is made; a call never re-reads them.
+import type { Jitter, ResolvedJitter } from './backoff.js';
+import type { Budget } from './budgets/budget.js';
+import { RetryBudget } from './budgets/retry-budget.js';
+import type { FailureKind, Verdict } from './classify.js';
+import { type Clock, type RandomSource, systemClock } from './clock.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, show } from './validate.js';
+
+/** Why a call stopped retrying. */
+export type GiveUpReason =
+  /** The failure cannot pass (a 4xx, an unknown error, a second 500, a server's "don't retry"). */
+  | 'not-retryable'
+  /** `maxAttempts` attempts were made. */
+  | 'max-attempts'
+  /** The next wait would end past `deadlineMs`. */
+  | 'deadline'
+  /** The server's Retry-After (or pushback) alone reaches past `deadlineMs`. */
+  | 'retry-after-beyond-deadline'
+  /** The retry budget refused the retry. */
+  | 'budget'
+  /** The caller's signal aborted. */
+  | 'aborted';
+
+/** What the engine knows about a call that gave up. Read it with `getRetryReport(error)`. */
+export interface RetryReport {
+  /** Why the call stopped. */
+  readonly reason: GiveUpReason;
+  /** How many attempts were made, the first included. */
+  readonly attempts: number;
+  /** Milliseconds spent waiting between attempts. */
+  readonly totalDelayMs: number;
+  /** Milliseconds from the start of the call until it gave up, on the policy's clock. */
+  readonly elapsedMs: number;
+  /** How the last failure was judged (absent when the caller aborted). */
+  readonly verdict?: Verdict;
+}
+
+/** The context an operation receives on each attempt. */
+export interface AttemptContext {
+  /** The attempt number, from 1. */
+  readonly attempt: number;
+  /**
+   * Aborts when the caller's signal aborts, when this attempt's timeout passes or when the call's
+   * deadline passes. Pass it on (to `fetch`, a gRPC call, a database driver) so that an attempt
+   * that is no longer wanted stops. Created on first read.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** What `shouldRetry` is asked about a failed attempt. */
+export interface RetryDecisionContext {
+  /** What the attempt failed with (a thrown error, or a failed result such as a Response). */
+  readonly error: unknown;
+  /** The attempt that failed, from 1. */
+  readonly attempt: number;
+  /** Milliseconds since the call started. */
+  readonly elapsedMs: number;
+  /** The default classifier's judgement; return it, change it, or answer yes or no. */
+  readonly verdict: Verdict;
+}
+
+/** Sent to `onRetry` just before the engine waits to retry. */
+export interface RetryEvent {
+  /** The attempt that failed, from 1; the retry will be attempt + 1. */
+  readonly attempt: number;
+  /** What the attempt failed with. */
+  readonly error: unknown;
+  /** How the failure was judged. */
+  readonly verdict: Verdict;
+  /** The wait before the retry, in ms (jitter plus any Retry-After). */
+  readonly delayMs: number;
+  /** Milliseconds since the call started. */
+  readonly elapsedMs: number;
+}
+
+/** Sent to `onGiveUp` when a call stops retrying and fails. */
+export interface GiveUpEvent extends RetryReport {
+  /** The error the call rejects with (or the failed result it resolves with). */
+  readonly error: unknown;
+}
+
+/** Sent to `onSuccess` when an attempt succeeds. */
+export interface SuccessEvent {
+  /** How many attempts it took, the first included. */
+  readonly attempts: number;
+  /** Milliseconds spent waiting between attempts. */
+  readonly totalDelayMs: number;
+  /** Milliseconds from the start of the call, on the policy's clock. */
+  readonly elapsedMs: number;
+}
+
+/**
+ * Hooks for logs and metrics. A hook that throws, or returns a promise that rejects, is ignored:
+ * it never changes the outcome and never becomes an unhandled rejection.
+ */
+export interface RetryHooks {
+  /**
+   * Called before each wait for a retry.
+   * @default undefined
+   * @example
+   * ```ts
+   * onRetry: (e) => console.warn(`attempt ${e.attempt} failed (${e.verdict.kind}); retrying in ${Math.round(e.delayMs)} ms`)
+   * ```
+   */
+  onRetry?: ((event: RetryEvent) => unknown) | undefined;
+  /**
+   * Called once when the call gives up.
+   * @default undefined
+   * @example
+   * ```ts
+   * onGiveUp: (e) => metrics.increment('retry.give_up', { reason: e.reason })
+   * ```
+   */
+  onGiveUp?: ((event: GiveUpEvent) => unknown) | undefined;
+  /**
+   * Called once when an attempt succeeds.
+   * @default undefined
+   * @example
+   * ```ts
+   * onSuccess: (e) => metrics.histogram('retry.attempts', e.attempts)
+   * ```
+   */
+  onSuccess?: ((event: SuccessEvent) => unknown) | undefined;
+}
+
+/** Options of one call: what may differ from call to call under the same policy. */
+export interface CallOptions extends RetryHooks {
+  /**
+   * Cancels the call: the running attempt's signal aborts, a wait stops at once, and the call
+   * rejects with `signal.reason`. An aborted call is never retried.
+   * @default undefined
+   * @example
+   * ```ts
+   * await policy.retry(op, { signal: AbortSignal.timeout(10_000) });
+   * ```
+   */
+  signal?: AbortSignal | undefined;
+}
+
+/** The options of a retry policy. Every field is optional; the defaults are the founding document's. */
+export interface RetryPolicyOptions extends RetryHooks {
+  /**
+   * Total attempts, the first one included. An integer >= 1; 1 means never retry.
+   * @default 4
+   * @example
+   * ```ts
+   * { maxAttempts: 3 } // the SRE book's limit
+   * ```
+   */
+  maxAttempts?: number | undefined;
+  /**
+   * The backoff ceiling of the first retry, in ms; it doubles after each retry.
+   * @default 200
+   * @example
+   * ```ts
+   * { baseDelayMs: 100 }
+   * ```
+   */
+  baseDelayMs?: number | undefined;
+  /**
+   * The cap of the backoff ceiling, in ms. Must be >= `baseDelayMs`.
+   * @default 5000
+   * @example
+   * ```ts
+   * { maxDelayMs: 20_000 } // a nightly sync nobody is waiting on
+   * ```
+   */
+  maxDelayMs?: number | undefined;
+  /**
+   * The total time budget of a call, in ms, from its start. A retry whose wait would end past it
+   * is not made: the call gives up at once instead of sleeping first. An attempt's signal aborts
+   * when it passes.
+   * @default 3000
+   * @example
+   * ```ts
+   * { deadlineMs: 10_000 }
+   * ```
+   */
+  deadlineMs?: number | undefined;
+  /**
+   * Time limit of each attempt, in ms, fresh for every attempt and cut short only by the time
+   * left before the deadline. When it passes, the attempt's signal aborts and the attempt fails
+   * with an `AttemptTimeoutError` (a timeout, so retryable). Unset: attempts are limited only by
+   * the deadline, through their signal.
+   * @default undefined
+   * @example
+   * ```ts
+   * { attemptTimeoutMs: 800 }
+   * ```
+   */
+  attemptTimeoutMs?: number | undefined;
+  /**
+   * How each wait is drawn below its ceiling. Full jitter unless you have a reason.
+   * @default 'full'
+   * @example
+   * ```ts
+   * { jitter: 'decorrelated' }
+   * { jitter: { band: [0.8, 1.2] } }
+   * ```
+   */
+  jitter?: Jitter | undefined;
+  /**
+   * 429 Too Many Requests is retried more slowly: its backoff ceiling is
+   * `min(maxDelayMs, baseDelayMs * throttledDelayMultiplier * 2^n)`. A number >= 1.
+   * @default 5
+   * @example
+   * ```ts
+   * { throttledDelayMultiplier: 10 }
+   * ```
+   */
+  throttledDelayMultiplier?: number | undefined;
+  /**
+   * How many times one call may retry a 500 Internal Server Error. A 500 often comes from a bug,
+   * and the work may have half run.
+   * @default 1
+   * @example
+   * ```ts
+   * { maxInternalErrorRetries: 0 } // never retry a 500
+   * ```
+   */
+  maxInternalErrorRetries?: number | undefined;
+  /**
+   * Whether to honour the server's Retry-After (and `retry-after-ms`). Its pause is added to the
+   * jittered wait, never used alone, so clients told the same value do not return together.
+   * @default true
+   * @example
+   * ```ts
+   * { honorRetryAfter: false }
+   * ```
+   */
+  honorRetryAfter?: boolean | undefined;
+  /**
+   * Replaces the retry decision. Sees the error, the attempt, the elapsed time and the default
+   * verdict; returns yes, no, or a verdict of its own. Limits, deadline and budget still apply.
+   * @default undefined (the default classifier decides)
+   * @example
+   * ```ts
+   * { shouldRetry: ({ error, verdict }) => verdict.retryable || error instanceof LockConflict }
+   * ```
+   */
+  shouldRetry?: ((context: RetryDecisionContext) => boolean | Verdict) | undefined;
+  /**
+   * The retry budget shared by the calls of this policy: a `RetryBudget`, `TokenBucket`,
+   * `RatioBudget`, your own `Budget`, or `false` for none.
+   * @default new RetryBudget() for createRetryPolicy; none for a one-off retry()
+   * @example
+   * ```ts
+   * const budget = new RetryBudget();
+   * const a = createRetryPolicy({ budget });
+   * const b = createRetryPolicy({ budget }); // a and b share one budget
+   * ```
+   */
+  budget?: Budget | false | undefined;
+  /**
+   * Where time comes from. Inject a virtual clock in tests and simulations.
+   * @default systemClock (performance.now and setTimeout)
+   * @example
+   * ```ts
+   * { clock: { now: () => t, sleep: async (ms) => { t += ms; } } }
+   * ```
+   */
+  clock?: Clock | undefined;
+  /**
+   * Uniform random numbers in [0, 1) for jitter. Inject a seeded source to repeat a run.
+   * @default Math.random
+   * @example
+   * ```ts
+   * { random: () => 0.5 }
+   * ```
+   */
+  random?: RandomSource | undefined;
+}
+
+/** The options of a one-off `retry()`: a policy's options and a call's. */
+export interface RetryOptions extends RetryPolicyOptions, CallOptions {}
+
+/** A policy's options after defaults and validation. Frozen. */
+export interface ResolvedPolicy {
+  readonly maxAttempts: number;
+  readonly baseDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly deadlineMs: number;
+  readonly attemptTimeoutMs: number | undefined;
+  readonly jitter: ResolvedJitter;
+  readonly throttledDelayMultiplier: number;
+  readonly maxInternalErrorRetries: number;
+  readonly honorRetryAfter: boolean;
+  readonly shouldRetry: ((context: RetryDecisionContext) => boolean | Verdict) | undefined;
+  readonly budget: Budget | undefined;
+  readonly clock: Clock;
+  readonly random: RandomSource;
+  readonly onRetry: RetryHooks['onRetry'];
+  readonly onGiveUp: RetryHooks['onGiveUp'];
+  readonly onSuccess: RetryHooks['onSuccess'];
+}
+
+const HOOKS = ['onRetry', 'onGiveUp', 'onSuccess'] as const;
+const POLICY_KEYS = [
+  'maxAttempts',
+  'baseDelayMs',
+  'maxDelayMs',
+  'deadlineMs',
+  'attemptTimeoutMs',
+  'jitter',
+  'throttledDelayMultiplier',
+  'maxInternalErrorRetries',
+  'honorRetryAfter',
+  'shouldRetry',
+  'budget',
+  'clock',
+  'random',
+  ...HOOKS,
+] as const;
+const CALL_KEYS = ['signal', ...HOOKS] as const;
+
+/** Every option `retry()` accepts. */
+export const RETRY_OPTION_KEYS: readonly string[] = [...POLICY_KEYS, 'signal'];
+
+const JITTER_KINDS = ['full', 'equal', 'decorrelated', 'none', 'band'];
+const GRPC_BAND: ResolvedJitter = Object.freeze({ kind: 'band', low: 0.8, high: 1.2 });
+
+function resolveJitter(owner: string, jitter: unknown): ResolvedJitter {
+  if (jitter === undefined) return { kind: 'full' };
+  if (typeof jitter === 'string') {
+    if (jitter === 'band') return GRPC_BAND;
+    if (JITTER_KINDS.includes(jitter)) return { kind: jitter as 'full' };
+  } else if (typeof jitter === 'object' && jitter !== null && 'band' in jitter) {
+    const band = (jitter as { band: unknown }).band;
+    if (Array.isArray(band) && band.length === 2) {
+      const low = checkNumber(owner, 'jitter.band[0]', band[0], { min: 0 });
+      const high = checkNumber(owner, 'jitter.band[1]', band[1], { min: low });
+      return { kind: 'band', low, high };
+    }
+    throw new TypeError(`stormproof: ${owner} jitter.band must be [low, high], got ${show(band)}`);
+  }
+  throw new TypeError(
+    `stormproof: ${owner} jitter must be one of ${JITTER_KINDS.map((k) => `'${k}'`).join(', ')} or { band: [low, high] }, got ${show(jitter)}`,
+  );
+}
+
+function checkFunction<F>(owner: string, name: string, value: unknown): F | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') {
+    throw new TypeError(`stormproof: ${owner} ${name} must be a function, got ${show(value)}`);
+  }
+  return value as F;
+}
+
+function checkBudget(owner: string, budget: unknown, fallback: () => Budget | undefined) {
+  if (budget === undefined) return fallback();
+  if (budget === false) return undefined;
+  const b = budget as Partial<Record<keyof Budget, unknown>> | null;
+  if (
+    typeof b !== 'object' ||
+    b === null ||
+    typeof b.recordRequest !== 'function' ||
+    typeof b.recordSuccess !== 'function' ||
+    typeof b.recordFailure !== 'function' ||
+    typeof b.tryRetry !== 'function'
+  ) {
+    throw new TypeError(
+      `stormproof: ${owner} budget must be a Budget (RetryBudget, TokenBucket, RatioBudget, or an object with recordRequest, recordSuccess, recordFailure and tryRetry) or false, got ${show(budget)}`,
+    );
+  }
+  return budget as Budget;
+}
+
+function checkClock(owner: string, clock: unknown): Clock {
+  if (clock === undefined) return systemClock;
+  const c = clock as Partial<Record<keyof Clock, unknown>> | null;
+  if (
+    typeof c !== 'object' ||
+    c === null ||
+    typeof c.now !== 'function' ||
+    typeof c.sleep !== 'function'
+  ) {
+    throw new TypeError(
+      `stormproof: ${owner} clock must have now() and sleep(ms, signal) functions, got ${show(clock)}`,
+    );
+  }
+  return clock as Clock;
+}
+
+/** Checks that call options hold only call options, with the right types. */
+export function checkCallOptions(owner: string, call: unknown): CallOptions | undefined {
+  if (call === undefined) return undefined;
+  const options = checkOptionsObject(owner, call);
+  checkKnownKeys(owner, options, CALL_KEYS);
+  const signal = options.signal;
+  if (
+    signal !== undefined &&
+    !(typeof signal === 'object' && signal !== null && 'aborted' in signal)
+  ) {
+    throw new TypeError(`stormproof: ${owner} signal must be an AbortSignal, got ${show(signal)}`);
+  }
+  for (const hook of HOOKS) checkFunction(owner, hook, options[hook]);
+  return options as CallOptions;
+}
+
+/**
+ * Fills the defaults and checks every value. Throws a TypeError or RangeError that names the
+ * option and the value at fault.
+ */
+export function resolvePolicy(
+  owner: string,
+  input: unknown,
+  { defaultBudget, allowCallKeys }: { defaultBudget: boolean; allowCallKeys: boolean },
+): ResolvedPolicy {
+  const o = checkOptionsObject(owner, input);
+  checkKnownKeys(owner, o, allowCallKeys ? RETRY_OPTION_KEYS : POLICY_KEYS);
+  const maxAttempts = checkNumber(owner, 'maxAttempts', o.maxAttempts ?? 4, {
+    min: 1,
+    integer: true,
+  });
+  const baseDelayMs = checkNumber(owner, 'baseDelayMs', o.baseDelayMs ?? 200, { min: 0 });
+  const maxDelayMs = checkNumber(owner, 'maxDelayMs', o.maxDelayMs ?? Math.max(5000, baseDelayMs), {
+    min: baseDelayMs,
+  });
+  const deadlineMs = checkNumber(owner, 'deadlineMs', o.deadlineMs ?? 3000, {
+    min: 0,
+    minExclusive: true,
+  });
+  const attemptTimeoutMs =
+    o.attemptTimeoutMs === undefined
+      ? undefined
+      : checkNumber(owner, 'attemptTimeoutMs', o.attemptTimeoutMs, { min: 0, minExclusive: true });
+  const honorRetryAfter = o.honorRetryAfter ?? true;
+  if (typeof honorRetryAfter !== 'boolean') {
+    throw new TypeError(
+      `stormproof: ${owner} honorRetryAfter must be a boolean, got ${show(honorRetryAfter)}`,
+    );
+  }
+  const random = checkFunction<RandomSource>(owner, 'random', o.random) ?? Math.random;
+  return Object.freeze({
+    maxAttempts,
+    baseDelayMs,
+    maxDelayMs,
+    deadlineMs,
+    attemptTimeoutMs,
+    jitter: resolveJitter(owner, o.jitter),
+    throttledDelayMultiplier: checkNumber(
+      owner,
+      'throttledDelayMultiplier',
+      o.throttledDelayMultiplier ?? 5,
+      {
+        min: 1,
+      },
+    ),
+    maxInternalErrorRetries: checkNumber(
+      owner,
+      'maxInternalErrorRetries',
+      o.maxInternalErrorRetries ?? 1,
+      {
+        min: 0,
+        integer: true,
+      },
+    ),
+    honorRetryAfter,
+    shouldRetry: checkFunction<ResolvedPolicy['shouldRetry']>(owner, 'shouldRetry', o.shouldRetry),
+    budget: checkBudget(owner, o.budget, () => (defaultBudget ? new RetryBudget() : undefined)),
+    clock: checkClock(owner, o.clock),
+    random,
+    onRetry: checkFunction<ResolvedPolicy['onRetry']>(owner, 'onRetry', o.onRetry),
+    onGiveUp: checkFunction<ResolvedPolicy['onGiveUp']>(owner, 'onGiveUp', o.onGiveUp),
+    onSuccess: checkFunction<ResolvedPolicy['onSuccess']>(owner, 'onSuccess', o.onSuccess),
+  });
+}
+
+export type { FailureKind, Verdict };

@@ -1,0 +1,370 @@
+// The async driver around `step`: run an attempt, hand its outcome to `step`, sleep, repeat.
+// It owns the timers and listeners of a call and releases every one of them before it settles.
+import type { Budget } from './budgets/budget.js';
+import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
+import {
+  type AttemptContext,
+  type CallOptions,
+  checkCallOptions,
+  type GiveUpReason,
+  type ResolvedPolicy,
+  type RetryHooks,
+  type RetryOptions,
+  type RetryPolicyOptions,
+  type RetryReport,
+  resolvePolicy,
+} from './options.js';
+import { type RetryState, startState, step } from './step.js';
+
+/** The work to retry: called once per attempt. */
+export type Operation<T> = (context: AttemptContext) => T | PromiseLike<T>;
+
+/**
+ * Lets an adapter treat some resolved values as failed attempts (a fetch Response with status
+ * 503, say). Such a value is classified like an error; if the call gives up on it, the call
+ * resolves with it, and a value that is retried is handed to `discard` first.
+ * @internal
+ */
+export interface ResultJudge<T> {
+  isFailure(value: T): boolean;
+  discard?(value: T): void;
+}
+
+const reports = new WeakMap<object, RetryReport>();
+
+/**
+ * What the engine knows about a call that gave up with `error`: why, after how many attempts,
+ * and how long it waited. The error itself is never wrapped or changed; the report is kept
+ * beside it. Undefined for errors that did not come out of a retrying call, and for thrown
+ * primitives (which cannot carry one).
+ *
+ * @example
+ * ```ts
+ * try {
+ *   await retry(callApi);
+ * } catch (error) {
+ *   const report = getRetryReport(error); // { reason: 'deadline', attempts: 3, ... }
+ * }
+ * ```
+ */
+export function getRetryReport(error: unknown): RetryReport | undefined {
+  return typeof error === 'object' && error !== null ? reports.get(error) : undefined;
+}
+
+const noop = () => {};
+const SUCCESS = Object.freeze({ ok: true as const });
+
+/** Calls a hook so that nothing it does (throw, reject) can reach the caller. */
+function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
+  if (hook === undefined) return;
+  try {
+    const result = hook(event) as { then?: unknown } | undefined;
+    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
+      (result as PromiseLike<unknown>).then(undefined, noop);
+    }
+  } catch {
+    // A broken hook must not change the outcome of the call.
+  }
+}
+
+/**
+ * One attempt: its context (handed to the operation), its signal (made on first read), and the
+ * timer and listener that end it early. `release()` frees all of them.
+ */
+class Attempt implements AttemptContext {
+  readonly attempt: number;
+  private controller: AbortController | undefined;
+  private timers: AbortController | undefined;
+  private failEarly: ((reason: unknown) => void) | undefined;
+  private onCallerAbort: (() => void) | undefined;
+
+  constructor(
+    private readonly policy: ResolvedPolicy,
+    private readonly state: RetryState,
+    private readonly callerSignal: AbortSignal | undefined,
+  ) {
+    this.attempt = state.attempt;
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      const controller = new AbortController();
+      this.controller = controller;
+      const caller = this.callerSignal;
+      if (caller?.aborted) controller.abort(caller.reason);
+      else if (caller !== undefined) this.listenToCaller(caller);
+      // Without an attempt timeout nothing else ends the attempt at the deadline: arm it now.
+      if (this.policy.attemptTimeoutMs === undefined) {
+        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.state.startedAt);
+        this.arm(left, new DeadlineExceededError(this.policy.deadlineMs));
+      }
+    }
+    return this.controller.signal;
+  }
+
+  run<T>(operation: Operation<T>): T | PromiseLike<T> {
+    const timeout = this.policy.attemptTimeoutMs;
+    const caller = this.callerSignal;
+    // The common case: nothing can end the attempt early, so there is nothing to race.
+    if (timeout === undefined && caller === undefined) return operation(this);
+    return new Promise<T>((resolve, reject) => {
+      this.failEarly = reject;
+      if (caller !== undefined) this.listenToCaller(caller);
+      if (timeout !== undefined) {
+        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.state.startedAt);
+        const limit = Math.max(0, Math.min(timeout, left));
+        this.arm(limit, new AttemptTimeoutError(limit));
+      }
+      try {
+        Promise.resolve(operation(this)).then(resolve, reject);
+      } catch (error) {
+        reject(error);
+      }
+    });
+  }
+
+  private listenToCaller(caller: AbortSignal): void {
+    if (this.onCallerAbort !== undefined) return;
+    const onAbort = () => this.end(caller.reason);
+    this.onCallerAbort = onAbort;
+    caller.addEventListener('abort', onAbort, { once: true });
+  }
+
+  /** Ends the attempt after `ms` with `reason`, unless it is released first. */
+  private arm(ms: number, reason: unknown): void {
+    this.timers ??= new AbortController();
+    this.policy.clock.sleep(ms, this.timers.signal).then(() => this.end(reason), noop);
+  }
+
+  private end(reason: unknown): void {
+    this.controller?.abort(reason);
+    this.failEarly?.(reason);
+  }
+
+  release(): void {
+    this.timers?.abort();
+    if (this.onCallerAbort !== undefined) {
+      this.callerSignal?.removeEventListener('abort', this.onCallerAbort);
+    }
+    this.failEarly = undefined;
+  }
+}
+
+function giveUpReport(
+  reason: GiveUpReason,
+  state: RetryState,
+  nowMs: number,
+  error: unknown,
+  decision?: { verdict: RetryReport['verdict'] },
+) {
+  const report: RetryReport = {
+    reason,
+    attempts: state.attempt,
+    totalDelayMs: state.totalDelayMs,
+    elapsedMs: nowMs - state.startedAt,
+    ...(decision?.verdict === undefined ? {} : { verdict: decision.verdict }),
+  };
+  if (typeof error === 'object' && error !== null) reports.set(error, report);
+  return report;
+}
+
+/**
+ * Runs `operation` with retries under `policy`. The one place where attempts are made and waits
+ * are slept; everything it decides, it asks `step`.
+ * @internal
+ */
+export async function execute<T>(
+  policy: ResolvedPolicy,
+  operation: Operation<T>,
+  call: CallOptions | undefined,
+  judge?: ResultJudge<T>,
+): Promise<T> {
+  const clock = policy.clock;
+  const signal = call?.signal;
+  let state = startState(policy, clock.now());
+  const aborted = (reason: unknown): never => {
+    const report = giveUpReport('aborted', state, clock.now(), reason);
+    emitGiveUp(policy, call, { ...report, error: reason });
+    throw reason;
+  };
+  if (signal?.aborted) aborted(signal.reason);
+  policy.budget?.recordRequest(state.startedAt);
+
+  for (;;) {
+    const attempt = new Attempt(policy, state, signal);
+    let failed = false;
+    let value: T | undefined;
+    let error: unknown;
+    try {
+      value = await attempt.run(operation);
+      if (judge?.isFailure(value)) {
+        failed = true;
+        error = value;
+      }
+    } catch (thrown) {
+      failed = true;
+      error = thrown;
+    } finally {
+      attempt.release();
+    }
+    // A caller's abort is final: never classified, never retried.
+    if (failed && signal?.aborted) aborted(signal.reason);
+
+    if (!failed) {
+      // The success path reads the clock again only when someone will use the time.
+      if (
+        policy.budget !== undefined ||
+        policy.onSuccess !== undefined ||
+        call?.onSuccess !== undefined
+      ) {
+        const now = clock.now();
+        step(policy, state, SUCCESS, now);
+        emitSuccess(policy, call, {
+          attempts: state.attempt,
+          totalDelayMs: state.totalDelayMs,
+          elapsedMs: now - state.startedAt,
+        });
+      }
+      return value as T;
+    }
+
+    const now = clock.now();
+    const decision = step(policy, state, { ok: false, error }, now);
+    if (decision.action !== 'retry') {
+      const reason = decision.action === 'give-up' ? decision.reason : 'not-retryable';
+      const report = giveUpReport(
+        reason,
+        state,
+        now,
+        error,
+        decision as { verdict: RetryReport['verdict'] },
+      );
+      emitGiveUp(policy, call, { ...report, error });
+      if (judge !== undefined && error === value) return value as T;
+      throw error;
+    }
+
+    const event = {
+      attempt: state.attempt,
+      error,
+      verdict: decision.verdict,
+      delayMs: decision.delayMs,
+      elapsedMs: now - state.startedAt,
+    };
+    emit(policy.onRetry, event);
+    emit(call?.onRetry, event);
+    if (judge?.discard !== undefined && error === value) judge.discard(value as T);
+    state = decision.state;
+    if (decision.delayMs > 0) {
+      try {
+        await clock.sleep(decision.delayMs, signal);
+      } catch (reason) {
+        if (signal?.aborted) aborted(signal.reason);
+        throw reason;
+      }
+    }
+  }
+}
+
+function emitSuccess(
+  policy: RetryHooks,
+  call: RetryHooks | undefined,
+  event: Parameters<NonNullable<RetryHooks['onSuccess']>>[0],
+) {
+  emit(policy.onSuccess, event);
+  emit(call?.onSuccess, event);
+}
+
+function emitGiveUp(
+  policy: RetryHooks,
+  call: RetryHooks | undefined,
+  event: Parameters<NonNullable<RetryHooks['onGiveUp']>>[0],
+) {
+  emit(policy.onGiveUp, event);
+  emit(call?.onGiveUp, event);
+}
+
+/** A retry policy: options filled and checked once, and a budget shared by all its calls. */
+export interface RetryPolicy {
+  /** The policy's options with every default filled in. */
+  readonly options: ResolvedPolicy;
+  /** The budget its calls share, if any. */
+  readonly budget: Budget | undefined;
+  /**
+   * Runs `operation` with retries. Resolves with its value; on giving up, rejects with the last
+   * error itself (see `getRetryReport` for why it gave up).
+   */
+  retry<T>(operation: Operation<T>, call?: CallOptions): Promise<T>;
+}
+
+/**
+ * Makes a retry policy. Every option is checked here, once; a bad value throws a TypeError or
+ * RangeError naming the option. The policy has its own `RetryBudget` unless given another
+ * budget or `budget: false`: safe by default.
+ *
+ * @example
+ * ```ts
+ * const policy = createRetryPolicy({ maxAttempts: 3, deadlineMs: 2000 });
+ * const user = await policy.retry(({ signal }) => api.getUser(id, { signal }));
+ * ```
+ */
+export function createRetryPolicy(options?: RetryPolicyOptions): RetryPolicy {
+  const resolved = resolvePolicy('createRetryPolicy', options, {
+    defaultBudget: true,
+    allowCallKeys: false,
+  });
+  return Object.freeze({
+    options: resolved,
+    budget: resolved.budget,
+    retry: <T>(operation: Operation<T>, call?: CallOptions): Promise<T> => {
+      try {
+        checkOperation(operation);
+        checkCallOptions('policy.retry', call);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return execute(resolved, operation, call);
+    },
+  });
+}
+
+function checkOperation<T>(operation: Operation<T>): Operation<T> {
+  if (typeof operation !== 'function') {
+    throw new TypeError(`stormproof: retry operation must be a function, got ${typeof operation}`);
+  }
+  return operation;
+}
+
+let defaultPolicy: ResolvedPolicy | undefined;
+
+/**
+ * Runs one call with retries: up to 4 attempts, capped exponential backoff with full jitter,
+ * a 3 s deadline, Retry-After honoured. Uses a budget only when given one; for many calls,
+ * prefer a policy from `createRetryPolicy`, which shares a budget across them.
+ *
+ * @example
+ * ```ts
+ * const data = await retry(async ({ signal }) => {
+ *   const res = await fetch(url, { signal });
+ *   if (!res.ok) throw Object.assign(new Error(`HTTP ${res.status}`), { status: res.status, headers: res.headers });
+ *   return res.json();
+ * });
+ * ```
+ */
+export async function retry<T>(operation: Operation<T>, options?: RetryOptions): Promise<T> {
+  checkOperation(operation);
+  if (options === undefined) {
+    defaultPolicy ??= resolvePolicy('retry', undefined, {
+      defaultBudget: false,
+      allowCallKeys: true,
+    });
+    return execute(defaultPolicy, operation, undefined);
+  }
+  const policy = resolvePolicy('retry', options, { defaultBudget: false, allowCallKeys: true });
+  // The hooks are the policy's already; only the signal is the call's own.
+  return execute(
+    policy,
+    operation,
+    options.signal === undefined ? undefined : { signal: options.signal },
+  );
+}

@@ -1,0 +1,49 @@
+/**
+ * stormproof: retries that never become the outage.
+ *
+ * The runtime-agnostic core: the retry engine, its step function, backoff and jitter, the
+ * classifier, Retry-After parsing and the retry budgets. No runtime dependencies, no `node:`.
+ *
+ * @module
+ */
+export { backoffCeiling, type Jitter, jitteredDelay, type ResolvedJitter } from './core/backoff.js';
+export type { Budget } from './core/budgets/budget.js';
+export {
+  RatioBudget,
+  type RatioBudgetOptions,
+  RetryBudget,
+  type RetryBudgetOptions,
+  TokenBucket,
+  type TokenBucketOptions,
+} from './core/budgets/index.js';
+export { classify, type FailureKind, OVERLOADED_HEADER, type Verdict } from './core/classify.js';
+export { type Clock, type RandomSource, systemClock } from './core/clock.js';
+export { AttemptTimeoutError, DeadlineExceededError } from './core/errors.js';
+export type {
+  AttemptContext,
+  CallOptions,
+  GiveUpEvent,
+  GiveUpReason,
+  ResolvedPolicy,
+  RetryDecisionContext,
+  RetryEvent,
+  RetryHooks,
+  RetryOptions,
+  RetryPolicyOptions,
+  RetryReport,
+  SuccessEvent,
+} from './core/options.js';
+export {
+  createRetryPolicy,
+  getRetryReport,
+  type Operation,
+  type RetryPolicy,
+  retry,
+} from './core/retry.js';
+export {
+  getHeader,
+  parseRetryAfter,
+  parseRetryAfterMs,
+  readRetryAfterMs,
+} from './core/retry-after.js';
+export { type Decision, type Outcome, type RetryState, startState, step } from './core/step.js';

@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { classify } from '../src/index.js';
+
+const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
+
+describe('classify', () => {
+  it.each([
+    [502, 'unavailable'],
+    [503, 'unavailable'],
+    [504, 'unavailable'],
+    [429, 'throttled'],
+    [500, 'internal'],
+  ])('retries status %i as %s', (status, kind) => {
+    expect(classify({ status })).toEqual({ retryable: true, kind, status });
+  });
+
+  it.each([400, 401, 403, 404, 405, 408, 409, 410, 413, 422, 501, 505, 301])(
+    'fails status %i at once',
+    (status) => {
+      expect(classify({ status })).toEqual({ retryable: false, kind: 'permanent', status });
+    },
+  );
+
+  it('reads status, statusCode and response.status', () => {
+    expect(classify({ statusCode: 503 }).kind).toBe('unavailable');
+    expect(classify({ response: { status: 503 } }).kind).toBe('unavailable');
+    expect(classify({ status: '503' }).retryable).toBe(false);
+    expect(classify({ status: 99_999 }).retryable).toBe(false);
+  });
+
+  it.each(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'EAI_AGAIN', 'UND_ERR_SOCKET'])(
+    'retries network error %s',
+    (code) => {
+      expect(classify(withCode(code))).toEqual({ retryable: true, kind: 'network' });
+    },
+  );
+
+  it.each([
+    'ETIMEDOUT',
+    'UND_ERR_CONNECT_TIMEOUT',
+    'UND_ERR_HEADERS_TIMEOUT',
+    'UND_ERR_BODY_TIMEOUT',
+  ])('retries timeout code %s', (code) => {
+    expect(classify(withCode(code))).toEqual({ retryable: true, kind: 'timeout' });
+  });
+
+  it('retries socket hang up, TimeoutError and timedOut', () => {
+    expect(classify(new Error('socket hang up')).kind).toBe('network');
+    expect(classify(new DOMException('timed out', 'TimeoutError')).kind).toBe('timeout');
+    expect(classify({ timedOut: true }).kind).toBe('timeout');
+  });
+
+  it("retries undici's 'fetch failed' only when its cause is transient", () => {
+    expect(classify(new TypeError('fetch failed', { cause: withCode('ECONNREFUSED') })).kind).toBe(
+      'network',
+    );
+    expect(
+      classify(new TypeError('fetch failed', { cause: withCode('UND_ERR_SOCKET') })).kind,
+    ).toBe('network');
+    const aggregate = Object.assign(new AggregateError([withCode('ECONNREFUSED')], 'x'));
+    expect(classify(new TypeError('fetch failed', { cause: aggregate })).kind).toBe('network');
+    expect(
+      classify(new TypeError('fetch failed', { cause: new Error('invalid URL') })).retryable,
+    ).toBe(false);
+  });
+
+  it('does not retry an AbortError, an unknown error, or a thrown primitive', () => {
+    expect(classify(new DOMException('aborted', 'AbortError')).retryable).toBe(false);
+    expect(classify(new Error('bug')).retryable).toBe(false);
+    expect(classify('boom')).toEqual({ retryable: false, kind: 'permanent' });
+    expect(classify(undefined).retryable).toBe(false);
+  });
+
+  it('reads Retry-After from plain headers and from Headers, retry-after-ms first', () => {
+    expect(classify({ status: 503, headers: { 'Retry-After': '2' } }).retryAfterMs).toBe(2000);
+    expect(
+      classify({
+        status: 429,
+        headers: new Headers({ 'retry-after': '1', 'retry-after-ms': '250' }),
+      }).retryAfterMs,
+    ).toBe(250);
+    expect(
+      classify({
+        status: 503,
+        response: { status: 503, headers: new Headers({ 'retry-after': '3' }) },
+      }).retryAfterMs,
+    ).toBe(3000);
+    expect(classify({ status: 503, headers: { 'retry-after': 'later' } })).toEqual({
+      retryable: true,
+      kind: 'unavailable',
+      status: 503,
+    });
+  });
+
+  it('turns a Retry-After date into a wait from now', () => {
+    const now = Date.parse('2026-12-03T06:00:00Z');
+    expect(
+      classify({ status: 503, headers: { 'retry-after': 'Thu, 03 Dec 2026 06:00:05 GMT' } }, now)
+        .retryAfterMs,
+    ).toBe(5000);
+  });
+
+  it("honours the servers' don't-retry signals", () => {
+    for (const headers of [
+      { 'x-envoy-overloaded': 'true' },
+      { 'stormproof-overloaded': '1' },
+      { 'Stripe-Should-Retry': 'false' },
+    ]) {
+      expect(classify({ status: 503, headers })).toEqual({
+        retryable: false,
+        kind: 'do-not-retry',
+        status: 503,
+      });
+    }
+    expect(classify({ status: 409, headers: { 'stripe-should-retry': 'true' } }).retryable).toBe(
+      true,
+    );
+  });
+});

@@ -1,0 +1,97 @@
+// The published shape: ESM through `import`, the same module through `require()` on Node >= 20.19,
+// internals closed by the exports map, and a runtime-agnostic core.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+
+function node(code: string, type: 'module' | 'commonjs'): string {
+  return execFileSync(process.execPath, [`--input-type=${type}`, '--no-warnings', '-e', code], {
+    cwd: root,
+    encoding: 'utf8',
+  }).trim();
+}
+
+const API = ['retry', 'createRetryPolicy', 'RetryBudget', 'TokenBucket', 'RatioBudget', 'parseRetryAfter', 'step'];
+
+describe('package', () => {
+  it('works through import', () => {
+    const out = node(
+      `import * as s from 'stormproof'; console.log(${JSON.stringify(API)}.map((k) => typeof s[k]).join());`,
+      'module',
+    );
+    expect(out).toBe(API.map(() => 'function').join());
+  });
+
+  it('works through require()', () => {
+    const out = node(
+      `const s = require('stormproof'); console.log(${JSON.stringify(API)}.map((k) => typeof s[k]).join());`,
+      'commonjs',
+    );
+    expect(out).toBe(API.map(() => 'function').join());
+  });
+
+  it('runs a retry end to end through require()', () => {
+    const out = node(
+      `const { retry } = require('stormproof');
+       let n = 0;
+       retry(async () => { if (++n < 3) throw Object.assign(new Error('x'), { status: 503 }); return n; },
+             { random: () => 0 }).then((v) => console.log(v));`,
+      'commonjs',
+    );
+    expect(out).toBe('3');
+  });
+
+  it('blocks internals', () => {
+    const out = node(
+      `import('stormproof/dist/core/step.js').then(() => console.log('open'), (e) => console.log(e.code));`,
+      'module',
+    );
+    expect(out).toBe('ERR_PACKAGE_PATH_NOT_EXPORTED');
+  });
+
+  it('declares types for every export and Node >= 20.19', () => {
+    expect(pkg.engines.node).toBe('>=20.19');
+    for (const [subpath, target] of Object.entries<Record<string, string> | string>(pkg.exports)) {
+      if (subpath === './package.json') continue;
+      expect(typeof target === 'object' && target.types, subpath).toMatch(/\.d\.ts$/);
+    }
+  });
+
+  it('has zero runtime dependencies', () => {
+    expect(pkg.dependencies ?? {}).toEqual({});
+  });
+});
+
+describe('the runtime-agnostic core', () => {
+  const agnostic = ['src/core', 'src/sim', 'src/index.ts'];
+  const files = agnostic.flatMap((p) =>
+    p.endsWith('.ts')
+      ? [p]
+      : readdirSync(join(root, p), { recursive: true, encoding: 'utf8' })
+          .filter((f) => f.endsWith('.ts'))
+          .map((f) => join(p, f)),
+  );
+
+  it('imports nothing from node: or a Node built-in', () => {
+    expect(files.length).toBeGreaterThan(5);
+    const builtin = /(?:from\s+|import\s*\(\s*|require\s*\(\s*)['"](node:[^'"]+|fs|path|http|https|net|events|os|crypto|child_process|stream|timers|util|url|buffer)['"]/;
+    for (const file of files) {
+      const text = readFileSync(join(root, file), 'utf8');
+      expect(text, file).not.toMatch(builtin);
+    }
+  });
+
+  it('imports only relative modules (zero dependencies)', () => {
+    for (const file of files) {
+      const text = readFileSync(join(root, file), 'utf8');
+      for (const [, spec] of text.matchAll(/from\s+['"]([^'"]+)['"]/g)) {
+        expect(spec, `${file} imports ${spec}`).toMatch(/^\.\.?\//);
+      }
+    }
+  });
+});
