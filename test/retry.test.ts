@@ -553,3 +553,21 @@ describe('validation', () => {
     });
   });
 });
+
+describe('regression: a context read after its attempt settled', () => {
+  it('arms no timer and adds no listener', async () => {
+    const clock = new ManualClock();
+    const controller = new AbortController();
+    let stashed: { signal: AbortSignal } | undefined;
+    await retry(
+      async (context) => {
+        stashed = context;
+        return 1;
+      },
+      { clock, signal: controller.signal },
+    );
+    expect(stashed?.signal.aborted).toBe(false);
+    expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+});

@@ -77,6 +77,7 @@ class Attempt implements AttemptContext {
   private timers: AbortController | undefined;
   private failEarly: ((reason: unknown) => void) | undefined;
   private onCallerAbort: (() => void) | undefined;
+  private released = false;
 
   constructor(
     private readonly policy: ResolvedPolicy,
@@ -92,7 +93,9 @@ class Attempt implements AttemptContext {
       this.controller = controller;
       const caller = this.callerSignal;
       if (caller?.aborted) controller.abort(caller.reason);
-      else if (caller !== undefined) this.listenToCaller(caller);
+      // Read after the attempt settled (a stashed context): nothing left to arm, nothing to leak.
+      if (this.released) return controller.signal;
+      if (caller !== undefined && !caller.aborted) this.listenToCaller(caller);
       // Without an attempt timeout nothing else ends the attempt at the deadline: arm it now.
       if (this.policy.attemptTimeoutMs === undefined) {
         const left = this.policy.deadlineMs - (this.policy.clock.now() - this.state.startedAt);
@@ -142,6 +145,7 @@ class Attempt implements AttemptContext {
   }
 
   release(): void {
+    this.released = true;
     this.timers?.abort();
     if (this.onCallerAbort !== undefined) {
       this.callerSignal?.removeEventListener('abort', this.onCallerAbort);
