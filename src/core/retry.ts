@@ -159,17 +159,23 @@ function giveUpReport(
   state: RetryState,
   nowMs: number,
   error: unknown,
-  decision?: { verdict: RetryReport['verdict'] },
-) {
+  verdict?: RetryReport['verdict'],
+): RetryReport {
   const report: RetryReport = {
     reason,
     attempts: state.attempt,
     totalDelayMs: state.totalDelayMs,
     elapsedMs: nowMs - state.startedAt,
-    ...(decision?.verdict === undefined ? {} : { verdict: decision.verdict }),
+    ...(verdict === undefined ? {} : { verdict }),
   };
   if (typeof error === 'object' && error !== null) reports.set(error, report);
   return report;
+}
+
+/** A failed attempt: what it threw, or the resolved value that counted as a failure. */
+interface Failure {
+  readonly error: unknown;
+  readonly isValue: boolean;
 }
 
 /**
@@ -177,74 +183,116 @@ function giveUpReport(
  * are slept; everything it decides, it asks `step`.
  * @internal
  */
-export async function execute<T>(
+export function execute<T>(
   policy: ResolvedPolicy,
   operation: Operation<T>,
   call: CallOptions | undefined,
   judge?: ResultJudge<T>,
 ): Promise<T> {
+  const signal = call?.signal;
+  const state = startState(policy, policy.clock.now());
+  if (signal?.aborted) return Promise.reject(abandon(policy, call, state, signal.reason));
+  policy.budget?.recordRequest(state.startedAt);
+  if (signal !== undefined || policy.attemptTimeoutMs !== undefined || judge !== undefined) {
+    return attemptLoop(policy, operation, call, judge, state, undefined);
+  }
+  // The common case, kept free of async frames: nothing can end the first attempt early and no
+  // result needs judging, so its promise is only observed. Later attempts take the loop.
+  const attempt = new Attempt(policy, state, undefined);
+  let result: T | PromiseLike<T>;
+  try {
+    result = operation(attempt);
+  } catch (error) {
+    attempt.release();
+    return attemptLoop(policy, operation, call, judge, state, { error, isValue: false });
+  }
+  return Promise.resolve(result).then(
+    (value) => {
+      attempt.release();
+      succeed(policy, call, state);
+      return value;
+    },
+    (error: unknown) => {
+      attempt.release();
+      return attemptLoop(policy, operation, call, judge, state, { error, isValue: false });
+    },
+  );
+}
+
+/** Reports a caller's abort as the call's end and returns the reason to reject with. */
+function abandon(
+  policy: ResolvedPolicy,
+  call: CallOptions | undefined,
+  state: RetryState,
+  reason: unknown,
+): unknown {
+  const report = giveUpReport('aborted', state, policy.clock.now(), reason);
+  emitGiveUp(policy, call, { ...report, error: reason });
+  return reason;
+}
+
+/** After a success: tell the budget and the hooks, reading the clock only if someone will use it. */
+function succeed(policy: ResolvedPolicy, call: CallOptions | undefined, state: RetryState): void {
+  if (
+    policy.budget === undefined &&
+    policy.onSuccess === undefined &&
+    call?.onSuccess === undefined
+  ) {
+    return;
+  }
+  const now = policy.clock.now();
+  step(policy, state, SUCCESS, now);
+  emitSuccess(policy, call, {
+    attempts: state.attempt,
+    totalDelayMs: state.totalDelayMs,
+    elapsedMs: now - state.startedAt,
+  });
+}
+
+/** Runs attempts (starting with `failure` if the first one already failed) until the call ends. */
+async function attemptLoop<T>(
+  policy: ResolvedPolicy,
+  operation: Operation<T>,
+  call: CallOptions | undefined,
+  judge: ResultJudge<T> | undefined,
+  first: RetryState,
+  failure: Failure | undefined,
+): Promise<T> {
   const clock = policy.clock;
   const signal = call?.signal;
-  let state = startState(policy, clock.now());
-  const aborted = (reason: unknown): never => {
-    const report = giveUpReport('aborted', state, clock.now(), reason);
-    emitGiveUp(policy, call, { ...report, error: reason });
-    throw reason;
-  };
-  if (signal?.aborted) aborted(signal.reason);
-  policy.budget?.recordRequest(state.startedAt);
-
+  let state = first;
+  let pending = failure;
   for (;;) {
-    const attempt = new Attempt(policy, state, signal);
-    let failed = false;
-    let value: T | undefined;
-    let error: unknown;
-    try {
-      value = await attempt.run(operation);
-      if (judge?.isFailure(value)) {
-        failed = true;
-        error = value;
+    if (pending === undefined) {
+      const attempt = new Attempt(policy, state, signal);
+      try {
+        const value = await attempt.run(operation);
+        if (judge?.isFailure(value)) {
+          pending = { error: value, isValue: true };
+        } else {
+          attempt.release();
+          succeed(policy, call, state);
+          return value;
+        }
+      } catch (error) {
+        pending = { error, isValue: false };
+      } finally {
+        attempt.release();
       }
-    } catch (thrown) {
-      failed = true;
-      error = thrown;
-    } finally {
-      attempt.release();
     }
+    const { error, isValue } = pending;
+    pending = undefined;
     // A caller's abort is final: never classified, never retried.
-    if (failed && signal?.aborted) aborted(signal.reason);
-
-    if (!failed) {
-      // The success path reads the clock again only when someone will use the time.
-      if (
-        policy.budget !== undefined ||
-        policy.onSuccess !== undefined ||
-        call?.onSuccess !== undefined
-      ) {
-        const now = clock.now();
-        step(policy, state, SUCCESS, now);
-        emitSuccess(policy, call, {
-          attempts: state.attempt,
-          totalDelayMs: state.totalDelayMs,
-          elapsedMs: now - state.startedAt,
-        });
-      }
-      return value as T;
-    }
+    if (signal?.aborted) throw abandon(policy, call, state, signal.reason);
 
     const now = clock.now();
     const decision = step(policy, state, { ok: false, error }, now);
     if (decision.action !== 'retry') {
       const reason = decision.action === 'give-up' ? decision.reason : 'not-retryable';
-      const report = giveUpReport(
-        reason,
-        state,
-        now,
-        error,
-        decision as { verdict: RetryReport['verdict'] },
-      );
+      const verdict = decision.action === 'give-up' ? decision.verdict : undefined;
+      const report = giveUpReport(reason, state, now, error, verdict);
       emitGiveUp(policy, call, { ...report, error });
-      if (judge !== undefined && error === value) return value as T;
+      if (isValue) return error as T;
       throw error;
     }
 
@@ -257,13 +305,13 @@ export async function execute<T>(
     };
     emit(policy.onRetry, event);
     emit(call?.onRetry, event);
-    if (judge?.discard !== undefined && error === value) judge.discard(value as T);
+    if (isValue) judge?.discard?.(error as T);
     state = decision.state;
     if (decision.delayMs > 0) {
       try {
         await clock.sleep(decision.delayMs, signal);
       } catch (reason) {
-        if (signal?.aborted) aborted(signal.reason);
+        if (signal?.aborted) throw abandon(policy, call, state, signal.reason);
         throw reason;
       }
     }
