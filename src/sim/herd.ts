@@ -1,0 +1,478 @@
+// The founding document's `herd` toy model, re-run in TypeScript bit for bit. Its figures
+// (81000 calls without jitter, 6487 with full jitter) are the project's first promise, so this
+// file keeps the Python model's arithmetic (seconds, in the same order of operations) and its
+// random draws (one CPython-compatible generator, drawn in the same order). What it changes is
+// the bookkeeping: an event queue keyed by slot instead of a scan of every client every slot,
+// which makes a million clients take seconds instead of hours.
+import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
+import { PythonRandom } from './python-random.js';
+
+/** How a failed client's wait is drawn from its backoff ceiling in the herd model. */
+export type HerdJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
+
+/** The options of {@link runHerd}. Every field is optional; the defaults are the founding document's. */
+export interface HerdOptions {
+  /**
+   * How many clients failed together at time 0. An integer from 0 to 2^31 - 1.
+   * @default 2000
+   * @example
+   * ```ts
+   * runHerd({ clients: 1_000_000 })
+   * ```
+   */
+  clients?: number | undefined;
+  /**
+   * How many calls the service answers in each slot; the calls beyond that fail again. The
+   * model shuffles each slot's callers and serves the first `perSlot`. An integer >= 1.
+   * @default 25
+   * @example
+   * ```ts
+   * runHerd({ perSlot: 10 })
+   * ```
+   */
+  perSlot?: number | undefined;
+  /**
+   * The width of one slot in milliseconds. An integer >= 1, as the model counts time in whole
+   * milliseconds.
+   * @default 10
+   * @example
+   * ```ts
+   * runHerd({ slotMs: 1, perSlot: 3 })
+   * ```
+   */
+  slotMs?: number | undefined;
+  /**
+   * The backoff base in milliseconds: retry `n` (from 0) has the ceiling
+   * `min(cap, base * 2 ** n)`. A finite number >= 0; the model uses `baseMs / 1000` seconds.
+   * @default 200
+   * @example
+   * ```ts
+   * runHerd({ baseMs: 100 })
+   * ```
+   */
+  baseMs?: number | undefined;
+  /**
+   * The backoff cap in milliseconds: no ceiling exceeds it. A finite number >= 0; the model uses
+   * `capMs / 1000` seconds.
+   * @default 5000
+   * @example
+   * ```ts
+   * runHerd({ capMs: 20_000 })
+   * ```
+   */
+  capMs?: number | undefined;
+  /**
+   * The seed of the model's one generator, `random.Random(seed)` in the Python model: an integer
+   * `number` or a `bigint`.
+   * @default 7
+   * @example
+   * ```ts
+   * runHerd({ seed: 1 })
+   * ```
+   */
+  seed?: number | bigint | undefined;
+  /**
+   * How a failed client picks its wait from the ceiling `min(cap, base * 2 ** tries)`:
+   *
+   * - `'none'`: the ceiling itself, no draw (the document's `jitter=False`).
+   * - `'full'`: `uniform(0, ceiling)` (the document's `jitter=True`).
+   * - `'equal'`: `ceiling / 2 + uniform(0, ceiling / 2)`.
+   * - `'decorrelated'`: Brooker's `min(cap, uniform(base, previous * 3))`, where `previous` is
+   *   this client's last wait, starting at `base`.
+   * - `'band'`: gRPC's `ceiling * uniform(0.8, 1.2)`.
+   *
+   * Every kind but `'none'` draws exactly one `uniform` per failed call.
+   * @default 'full'
+   * @example
+   * ```ts
+   * runHerd({ jitter: 'none' }) // { calls: 81000, busiestSlot: 1975, doneAfterSeconds: 376.21 }
+   * ```
+   */
+  jitter?: HerdJitter | undefined;
+  /**
+   * Called with the number of clients done (served) so far and the total: each time another
+   * hundredth of the clients is done, and always once at the end with `(clients, clients)`. The
+   * run is synchronous, so this is the only way to watch a long one. An error it throws stops
+   * the run and propagates.
+   * @default undefined
+   * @example
+   * ```ts
+   * runHerd({ clients: 1_000_000, onProgress: (done, total) => console.log(`${done}/${total}`) })
+   * ```
+   */
+  onProgress?: ((doneClients: number, totalClients: number) => void) | undefined;
+}
+
+/** What {@link runHerd} reports: the three figures the document's model prints. */
+export interface HerdResult {
+  /** Every call made, first calls included. */
+  readonly calls: number;
+  /** The most calls in one slot, slot 0 (where every client makes its first call) excluded. */
+  readonly busiestSlot: number;
+  /**
+   * When the last client was served: the end of its slot in seconds, rounded to 2 decimals as
+   * Python's `f"{ms / 1000:.2f}"` prints it.
+   */
+  readonly doneAfterSeconds: number;
+}
+
+const OWNER = 'runHerd';
+const KNOWN_KEYS = [
+  'clients',
+  'perSlot',
+  'slotMs',
+  'baseMs',
+  'capMs',
+  'seed',
+  'jitter',
+  'onProgress',
+] as const;
+const JITTER_KINDS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
+
+/**
+ * A pending call is one double: `client * TRIES_SPAN + tries`. Carrying `tries` with the client id
+ * spares a random read of a per-client array on every call (a cache miss at a million clients),
+ * and sorting the doubles sorts by client id, since ids are unique within a slot.
+ */
+const TRIES_SPAN = 2048;
+/** Beyond 1023 tries `2 ** tries` is no longer a finite double. */
+const MAX_TRIES = 1024;
+
+/** A growable list of pending calls (packed doubles) due in one slot. */
+interface Bucket {
+  calls: Float64Array;
+  size: number;
+}
+
+/**
+ * Pending calls grouped by the slot (`ms / slotMs`) in which they happen: a map from slot to
+ * bucket plus a binary min-heap of the slots that have a bucket. Cost per call: one map lookup
+ * and one append; the heap sees each slot once.
+ */
+class SlotQueue {
+  readonly #buckets = new Map<number, Bucket>();
+  readonly #heap: number[] = [];
+  readonly #spare: Bucket[] = [];
+
+  get isEmpty(): boolean {
+    return this.#heap.length === 0;
+  }
+
+  push(slot: number, call: number): void {
+    let bucket = this.#buckets.get(slot);
+    if (bucket === undefined) {
+      bucket = this.#spare.pop() ?? { calls: new Float64Array(64), size: 0 };
+      this.#buckets.set(slot, bucket);
+      this.#heapPush(slot);
+    }
+    if (bucket.size === bucket.calls.length) {
+      const grown = new Float64Array(bucket.calls.length * 2);
+      grown.set(bucket.calls);
+      bucket.calls = grown;
+    }
+    bucket.calls[bucket.size++] = call;
+  }
+
+  /** The earliest slot that has calls. Only call when not empty. */
+  peekSlot(): number {
+    return this.#heap[0]!;
+  }
+
+  /** Removes the earliest slot's bucket; give it back with `recycle` once read. */
+  popBucket(): Bucket {
+    const slot = this.#heapPop();
+    const bucket = this.#buckets.get(slot)!;
+    this.#buckets.delete(slot);
+    return bucket;
+  }
+
+  recycle(bucket: Bucket): void {
+    bucket.size = 0;
+    this.#spare.push(bucket);
+  }
+
+  #heapPush(slot: number): void {
+    const heap = this.#heap;
+    let i = heap.length;
+    heap.push(slot);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      const above = heap[parent]!;
+      if (above <= slot) break;
+      heap[i] = above;
+      i = parent;
+    }
+    heap[i] = slot;
+  }
+
+  #heapPop(): number {
+    const heap = this.#heap;
+    const top = heap[0]!;
+    const last = heap.pop()!;
+    const n = heap.length;
+    if (n > 0) {
+      let i = 0;
+      for (;;) {
+        const left = 2 * i + 1;
+        if (left >= n) break;
+        const right = left + 1;
+        const child = right < n && heap[right]! < heap[left]! ? right : left;
+        if (heap[child]! >= last) break;
+        heap[i] = heap[child]!;
+        i = child;
+      }
+      heap[i] = last;
+    }
+    return top;
+  }
+}
+
+/**
+ * Sorts one slot's packed calls by client id: insertion sort for a few, else an LSD radix sort
+ * on the id in `passes` digits of `digitBits` bits (typed-array `sort()` is several times
+ * slower). Returns a view of the sorted calls, which live in either `a` or `b`.
+ */
+class BatchSorter {
+  a = new Float64Array(64);
+  b = new Float64Array(64);
+  #keys = new Int32Array(64);
+  #keysB = new Int32Array(64);
+  readonly #counts: Int32Array;
+  readonly #passes: number;
+  readonly #digitBits: number;
+
+  constructor(clients: number) {
+    const bits = Math.max(1, 32 - Math.clz32(Math.max(0, clients - 1)));
+    this.#passes = Math.ceil(bits / 11);
+    this.#digitBits = Math.ceil(bits / this.#passes);
+    this.#counts = new Int32Array(1 << this.#digitBits);
+  }
+
+  /** Room for `n` calls in `a` (copy the bucket there before `sort`). */
+  reserve(n: number): Float64Array {
+    if (this.a.length < n) {
+      const size = Math.max(n, this.a.length * 2);
+      this.a = new Float64Array(size);
+      this.b = new Float64Array(size);
+      this.#keys = new Int32Array(size);
+      this.#keysB = new Int32Array(size);
+    }
+    return this.a;
+  }
+
+  sort(n: number): Float64Array {
+    const a = this.a;
+    if (n <= 48) {
+      for (let i = 1; i < n; i++) {
+        const v = a[i]!;
+        let j = i - 1;
+        while (j >= 0 && a[j]! > v) {
+          a[j + 1] = a[j]!;
+          j--;
+        }
+        a[j + 1] = v;
+      }
+      return a.subarray(0, n);
+    }
+    let values = a;
+    let keys = this.#keys;
+    let otherValues = this.b;
+    let otherKeys = this.#keysB;
+    for (let i = 0; i < n; i++) keys[i] = Math.floor(values[i]! / TRIES_SPAN);
+    const counts = this.#counts;
+    const mask = counts.length - 1;
+    for (let pass = 0, shift = 0; pass < this.#passes; pass++, shift += this.#digitBits) {
+      counts.fill(0);
+      for (let i = 0; i < n; i++) counts[(keys[i]! >>> shift) & mask]!++;
+      if (counts[(keys[0]! >>> shift) & mask] === n) continue; // one digit for all: no move
+      let sum = 0;
+      for (let d = 0; d <= mask; d++) {
+        const count = counts[d]!;
+        counts[d] = sum;
+        sum += count;
+      }
+      for (let i = 0; i < n; i++) {
+        const key = keys[i]!;
+        const at = counts[(key >>> shift) & mask]!++;
+        otherValues[at] = values[i]!;
+        otherKeys[at] = key;
+      }
+      const swapValues = values;
+      values = otherValues;
+      otherValues = swapValues;
+      const swapKeys = keys;
+      keys = otherKeys;
+      otherKeys = swapKeys;
+    }
+    return values.subarray(0, n);
+  }
+}
+
+/**
+ * The slot in which a client due at `due` seconds next calls, when the wait was drawn in slot
+ * `current`: the first slot `k > current` whose test `due < (k * slotMs + slotMs) / 1000` holds,
+ * evaluated exactly as the Python loop evaluates it (integer milliseconds, then one division).
+ */
+function slotOf(due: number, current: number, slotMs: number): number {
+  let k = Math.floor((due * 1000) / slotMs);
+  if (k <= current) k = current + 1;
+  while (!(due < (k * slotMs + slotMs) / 1000)) k++;
+  while (k - 1 > current && due < (k * slotMs) / 1000) k--;
+  return k;
+}
+
+/** Seconds as Python's `f"{seconds:.2f}"` prints them, for `ms / 1000` with whole `ms`. */
+function roundLikePython(ms: number): number {
+  // toFixed and Python both round the double's exact value; they differ only on an exact tie,
+  // where Python rounds half to even and toFixed rounds up. ms / 1000 is an exact tie at two
+  // decimals when ms is an odd multiple of 125 (0.125 s, 0.375 s, ...).
+  if (ms % 250 === 125) {
+    const hundredths = (ms - 5) / 10;
+    return (hundredths % 2 === 0 ? hundredths : hundredths + 1) / 100;
+  }
+  return Number((ms / 1000).toFixed(2));
+}
+
+function checkSeed(value: unknown): number | bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number' && Number.isInteger(value)) return value;
+  const error = typeof value === 'number' ? RangeError : TypeError;
+  throw new error(`stormproof: ${OWNER} seed must be an integer or a bigint, got ${show(value)}`);
+}
+
+function checkJitter(value: unknown): HerdJitter {
+  if (typeof value === 'string' && JITTER_KINDS.includes(value)) return value as HerdJitter;
+  throw new TypeError(
+    `stormproof: ${OWNER} jitter must be one of ${JITTER_KINDS.map((k) => `'${k}'`).join(', ')}, got ${show(value)}`,
+  );
+}
+
+function checkProgress(value: unknown): ((done: number, total: number) => void) | undefined {
+  if (value === undefined || typeof value === 'function') {
+    return value as ((done: number, total: number) => void) | undefined;
+  }
+  throw new TypeError(`stormproof: ${OWNER} onProgress must be a function, got ${show(value)}`);
+}
+
+/**
+ * Runs the founding document's `herd` toy model: `clients` clients all fail at time 0, the
+ * service answers `perSlot` calls per `slotMs` slot, and every failed client retries after a
+ * capped exponential backoff with the chosen jitter. Returns the model's three printed figures.
+ *
+ * The result is bit for bit the Python model's for the same options (one `random.Random(seed)`,
+ * each slot `shuffle`d in ascending client order, then one draw per failed client in shuffled
+ * order; all arithmetic in seconds in the model's order). The work grows with the number of calls,
+ * not clients times slots: a million clients with full jitter (about 85 million calls) take
+ * seconds. Without jitter the calls themselves grow with the square of `clients` (every wave
+ * brings back almost everyone), so `'none'` stays a small-herd illustration.
+ *
+ * Where the Python model would stop with `OverflowError` (a client failing 1024 times, so that
+ * `2 ** tries` no longer fits a float), this model carries on with the ceiling at the cap.
+ *
+ * @throws TypeError or RangeError naming the option and value when an option is invalid or
+ *   unknown.
+ * @example
+ * ```ts
+ * runHerd({ jitter: 'none' }); // { calls: 81000, busiestSlot: 1975, doneAfterSeconds: 376.21 }
+ * runHerd();                   // { calls: 6487, busiestSlot: 205, doneAfterSeconds: 3.45 }
+ * ```
+ */
+export function runHerd(options?: HerdOptions): HerdResult {
+  const o = checkOptionsObject(OWNER, options);
+  checkKnownKeys(OWNER, o, KNOWN_KEYS);
+  const clients = checkNumber(OWNER, 'clients', o.clients ?? 2000, {
+    min: 0,
+    max: 2 ** 31 - 1,
+    integer: true,
+  });
+  const perSlot = checkNumber(OWNER, 'perSlot', o.perSlot ?? 25, { min: 1, integer: true });
+  const slotMs = checkNumber(OWNER, 'slotMs', o.slotMs ?? 10, { min: 1, integer: true });
+  const baseMs = checkNumber(OWNER, 'baseMs', o.baseMs ?? 200, { min: 0 });
+  const capMs = checkNumber(OWNER, 'capMs', o.capMs ?? 5000, { min: 0 });
+  const seed = checkSeed(o.seed ?? 7);
+  const jitter = checkJitter(o.jitter ?? 'full');
+  const onProgress = checkProgress(o.onProgress);
+
+  const base = baseMs / 1000;
+  const cap = capMs / 1000;
+  // ceilings[t] = min(cap, base * 2 ** t), in the model's arithmetic. Past the first t whose
+  // ceiling is the cap (or 0 when base is 0) it never changes, so tries saturate there.
+  const ceilings: number[] = [];
+  for (let t = 0, power = 1; t < MAX_TRIES; t++, power *= 2) {
+    const ceiling = Math.min(cap, base * power); // power = 2 ** t, exact by doubling
+    ceilings.push(ceiling);
+    if (ceiling === cap || base === 0) break;
+  }
+  if (ceilings.length === MAX_TRIES) ceilings.push(cap);
+  const ceilingOf = Float64Array.from(ceilings);
+  const saturated = ceilingOf.length - 1;
+
+  const rng = new PythonRandom(seed);
+  const previous = jitter === 'decorrelated' ? new Float64Array(clients).fill(base) : undefined;
+  const queue = new SlotQueue();
+  for (let c = 0; c < clients; c++) queue.push(0, c * TRIES_SPAN);
+  const sorter = new BatchSorter(clients);
+
+  const progressStep = Math.max(1, Math.floor(clients / 100));
+  let nextProgress = progressStep;
+  let calls = 0;
+  let busiest = 0;
+  let done = 0;
+  let lastSlot = -1;
+
+  while (!queue.isEmpty) {
+    const slot = queue.peekSlot();
+    const bucket = queue.popBucket();
+    const count = bucket.size;
+    sorter.reserve(count).set(bucket.calls.subarray(0, count));
+    queue.recycle(bucket);
+    // The Python loop lists the due clients in dict order, which is ascending client id.
+    const now = sorter.sort(count);
+    rng.shuffle(now);
+
+    const ms = slot * slotMs;
+    calls += count;
+    if (ms > 0 && count > busiest) busiest = count;
+    const seconds = ms / 1000;
+    for (let i = perSlot; i < count; i++) {
+      const call = now[i]!;
+      const tries = call - Math.floor(call / TRIES_SPAN) * TRIES_SPAN; // call % TRIES_SPAN, faster
+      const ceiling = ceilingOf[tries]!;
+      let wait: number;
+      switch (jitter) {
+        case 'none':
+          wait = ceiling;
+          break;
+        case 'full':
+          wait = rng.uniform(0, ceiling);
+          break;
+        case 'equal':
+          wait = ceiling / 2 + rng.uniform(0, ceiling / 2);
+          break;
+        case 'decorrelated': {
+          const c = (call - tries) / TRIES_SPAN;
+          wait = Math.min(cap, rng.uniform(base, previous![c]! * 3));
+          previous![c] = wait;
+          break;
+        }
+        case 'band':
+          wait = ceiling * rng.uniform(0.8, 1.2);
+          break;
+      }
+      queue.push(slotOf(seconds + wait, slot, slotMs), tries < saturated ? call + 1 : call);
+    }
+    done += Math.min(count, perSlot);
+    lastSlot = slot;
+    if (onProgress !== undefined && done >= nextProgress && done < clients) {
+      onProgress(done, clients);
+      nextProgress = (Math.floor(done / progressStep) + 1) * progressStep;
+    }
+  }
+  onProgress?.(clients, clients);
+
+  return {
+    calls,
+    busiestSlot: busiest,
+    doneAfterSeconds: roundLikePython((lastSlot + 1) * slotMs),
+  };
+}
