@@ -1,0 +1,68 @@
+// The contenders, each set up as its documentation shows, wrapped to the same shape:
+// `run(fn)` returns a promise of fn's value, retrying fn's failures.
+import { StandardRetryStrategy, ConfiguredRetryStrategy } from '@smithy/util-retry';
+import asyncRetry from 'async-retry';
+import { ConstantBackoff, ExponentialBackoff, handleAll, retry as cockatielRetry } from 'cockatiel';
+import { backOff } from 'exponential-backoff';
+import pRetry from 'p-retry';
+import { createRetryPolicy, retry } from '../dist/index.js';
+
+/** Retryable as stormproof's default classifier sees it (an HTTP 503). */
+export class Unavailable extends Error {
+  status = 503;
+}
+
+/** How the AWS SDK's retry middleware drives a smithy strategy (it always sleeps on a timer). */
+async function smithy(strategy, fn) {
+  let token = await strategy.acquireInitialRetryToken('bench');
+  for (;;) {
+    try {
+      const value = await fn();
+      strategy.recordSuccess(token);
+      return value;
+    } catch {
+      token = await strategy.refreshRetryTokenForRetry(token, { errorType: 'TRANSIENT' });
+      await new Promise((resolve) => setTimeout(resolve, token.getRetryDelay()));
+    }
+  }
+}
+
+/** Defaults, for the success path: every library as a user would first write it. */
+export function successPath() {
+  const policy = createRetryPolicy();
+  const cockatiel = cockatielRetry(handleAll, { maxAttempts: 3, backoff: new ExponentialBackoff() });
+  const standard = new StandardRetryStrategy(3);
+  return {
+    'stormproof retry()': (fn) => retry(fn),
+    'stormproof policy.retry()': (fn) => policy.retry(fn),
+    'p-retry': (fn) => pRetry(fn),
+    cockatiel: (fn) => cockatiel.execute(fn),
+    'exponential-backoff': (fn) => backOff(fn),
+    'async-retry': (fn) => asyncRetry(fn),
+    '@smithy/util-retry': (fn) => smithy(standard, fn),
+  };
+}
+
+/** Every delay set to 0, for the retry path: what is left is each library's own cost. */
+export function zeroDelay() {
+  const policy = createRetryPolicy({ baseDelayMs: 0, maxDelayMs: 0, budget: false });
+  const cockatiel = cockatielRetry(handleAll, { maxAttempts: 3, backoff: new ConstantBackoff(0) });
+  const configured = new ConfiguredRetryStrategy(4, 0);
+  return {
+    'hand-written loop': async (fn) => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await fn();
+        } catch (error) {
+          if (attempt >= 4) throw error;
+        }
+      }
+    },
+    'stormproof policy.retry()': (fn) => policy.retry(fn),
+    'p-retry': (fn) => pRetry(fn, { retries: 3, minTimeout: 0, maxTimeout: 0 }),
+    cockatiel: (fn) => cockatiel.execute(fn),
+    'exponential-backoff': (fn) => backOff(fn, { numOfAttempts: 4, startingDelay: 0, maxDelay: 0 }),
+    'async-retry': (fn) => asyncRetry(fn, { retries: 3, minTimeout: 0, maxTimeout: 0 }),
+    '@smithy/util-retry': (fn) => smithy(configured, fn),
+  };
+}

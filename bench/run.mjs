@@ -1,0 +1,106 @@
+// `npm run bench`: three measuring processes, one after another, then the medians, the spread and
+// the targets, written to docs/benchmarks.md. `--smoke` runs every path once, in seconds, for CI.
+import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+
+const smoke = process.argv.includes('--smoke');
+const here = fileURLToPath(new URL('.', import.meta.url));
+const PROCESSES = smoke ? 1 : 3;
+
+const runs = [];
+for (let i = 0; i < PROCESSES; i++) {
+  process.stderr.write(`measuring: process ${i + 1} of ${PROCESSES}\n`);
+  const out = execFileSync(process.execPath, ['--expose-gc', 'measure.mjs', ...(smoke ? ['--smoke'] : [])], {
+    cwd: here,
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
+  runs.push(JSON.parse(out));
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+/** Per contender: the median over processes, and the lowest and highest process medians. */
+function summarize(section) {
+  const names = Object.keys(runs[0][section]);
+  return Object.fromEntries(
+    names.map((name) => {
+      const xs = runs.map((r) => r[section][name]);
+      return [name, { median: median(xs), min: Math.min(...xs), max: Math.max(...xs) }];
+    }),
+  );
+}
+
+const success = summarize('success');
+const retryPath = summarize('retryPath');
+const heap = summarize('heap');
+
+const ns = (x) => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} ms` : x >= 1e3 ? `${(x / 1e3).toFixed(2)} us` : `${x.toFixed(0)} ns`);
+const spread = (s, unit) => `${unit(s.min)} to ${unit(s.max)}`;
+
+function table(rows, base, unit, header) {
+  const lines = [`| ${header} | per call | ratio to ${base} | spread over processes |`, '|---|---|---|---|'];
+  for (const [name, s] of Object.entries(rows)) {
+    lines.push(`| ${name} | ${unit(s.median)} | ${(s.median / rows[base].median).toFixed(2)}x | ${spread(s, unit)} |`);
+  }
+  return lines.join('\n');
+}
+
+const bytes = (x) => `${x.toFixed(0)} B`;
+const heapLines = ['| contender | heap per in-flight call | above bare await | spread over processes |', '|---|---|---|---|'];
+for (const [name, s] of Object.entries(heap)) {
+  heapLines.push(`| ${name} | ${bytes(s.median)} | ${bytes(s.median - heap['bare await'].median)} | ${spread(s, bytes)} |`);
+}
+
+const ratio = (name, base, rows) => rows[name].median / rows[base].median;
+const libraries = Object.keys(success).filter((n) => n !== 'bare await');
+const fastest = libraries.reduce((a, b) => (success[a].median <= success[b].median ? a : b));
+const targets = [
+  ['success path, retry(), at most 1.5x a bare await', ratio('stormproof retry()', 'bare await', success), 1.5, 'x'],
+  ['success path, policy.retry(), at most 1.5x a bare await', ratio('stormproof policy.retry()', 'bare await', success), 1.5, 'x'],
+  ['zero-delay retry path at most 1.5x the hand-written loop', ratio('stormproof policy.retry()', 'hand-written loop', retryPath), 1.5, 'x'],
+  ['heap per in-flight call at most 150 B above the bare await', heap['stormproof policy.retry()'].median - heap['bare await'].median, 150, ' B'],
+];
+const targetLines = ['| target | measured | met? |', '|---|---|---|'];
+for (const [what, value, limit, unit] of targets) {
+  targetLines.push(`| ${what} | ${value.toFixed(unit === 'x' ? 2 : 0)}${unit} | ${value <= limit ? 'yes' : `no, by ${(value - limit).toFixed(unit === 'x' ? 2 : 0)}${unit}`} |`);
+}
+targetLines.push(`| fastest library on the success path | ${fastest} | ${fastest.startsWith('stormproof') ? 'yes' : 'no'} |`);
+
+const date = new Date().toISOString().slice(0, 10);
+const report = `# Benchmarks
+
+Measured by \`npm run bench\` on ${date}: Node ${process.version}, ${os.cpus()[0]?.model ?? 'unknown CPU'} (${os.cpus().length} cores), ${os.platform()} ${os.arch()}.
+${PROCESSES} processes, one after another; in each, ${smoke ? 2 : 21} interleaved rounds (the contenders in a new order every round). Each figure is the median over processes of the per-process medians; the spread is the lowest and highest process median. Timing varies from machine to machine: compare ratios, not nanoseconds.
+${smoke ? '\n**This is a smoke run (`--smoke`): too short to mean anything; run `npm run bench` for real figures.**\n' : ''}
+## Targets
+
+${targetLines.join('\n')}
+
+## Success path (the first attempt succeeds)
+
+Every library as its documentation first shows it, around \`async () => 1\`.
+
+${table(success, 'bare await', ns, 'contender')}
+
+## Retry path, every delay 0 (two failures, then success)
+
+${table(retryPath, 'hand-written loop', ns, 'contender')}
+
+## Heap retained per in-flight call (10,000 calls waiting at once)
+
+${heapLines.join('\n')}
+`;
+const target = fileURLToPath(new URL(smoke ? '../reports/benchmarks-smoke.md' : '../docs/benchmarks.md', import.meta.url));
+if (smoke) {
+  process.stdout.write(report);
+} else {
+  writeFileSync(target, report);
+  process.stdout.write(`${report}\nwrote ${target}\n`);
+}
