@@ -81,10 +81,11 @@ class Attempt implements AttemptContext {
 
   constructor(
     private readonly policy: ResolvedPolicy,
-    private readonly state: RetryState,
+    attempt: number,
+    private readonly startedAt: number,
     private readonly callerSignal: AbortSignal | undefined,
   ) {
-    this.attempt = state.attempt;
+    this.attempt = attempt;
   }
 
   get signal(): AbortSignal {
@@ -98,7 +99,7 @@ class Attempt implements AttemptContext {
       if (caller !== undefined && !caller.aborted) this.listenToCaller(caller);
       // Without an attempt timeout nothing else ends the attempt at the deadline: arm it now.
       if (this.policy.attemptTimeoutMs === undefined) {
-        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.state.startedAt);
+        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.startedAt);
         this.arm(left, new DeadlineExceededError(this.policy.deadlineMs));
       }
     }
@@ -114,7 +115,7 @@ class Attempt implements AttemptContext {
       this.failEarly = reject;
       if (caller !== undefined) this.listenToCaller(caller);
       if (timeout !== undefined) {
-        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.state.startedAt);
+        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.startedAt);
         const limit = Math.max(0, Math.min(timeout, left));
         this.arm(limit, new AttemptTimeoutError(limit));
       }
@@ -190,31 +191,45 @@ export function execute<T>(
   judge?: ResultJudge<T>,
 ): Promise<T> {
   const signal = call?.signal;
-  const state = startState(policy, policy.clock.now());
-  if (signal?.aborted) return Promise.reject(abandon(policy, call, state, signal.reason));
-  policy.budget?.recordRequest(state.startedAt);
-  if (signal !== undefined || policy.attemptTimeoutMs !== undefined || judge !== undefined) {
-    return attemptLoop(policy, operation, call, judge, state, undefined);
+  const startedAt = policy.clock.now();
+  if (signal?.aborted) {
+    return Promise.reject(abandon(policy, call, startState(policy, startedAt), signal.reason));
   }
-  // The common case, kept free of async frames: nothing can end the first attempt early and no
-  // result needs judging, so its promise is only observed. Later attempts take the loop.
-  const attempt = new Attempt(policy, state, undefined);
+  policy.budget?.recordRequest(startedAt);
+  if (signal !== undefined || policy.attemptTimeoutMs !== undefined || judge !== undefined) {
+    return attemptLoop(policy, operation, call, judge, startState(policy, startedAt), undefined);
+  }
+  // The common case, kept free of async frames and of the state object: nothing can end the
+  // first attempt early and no result needs judging, so its promise is only observed.
+  const attempt = new Attempt(policy, 1, startedAt, undefined);
   let result: T | PromiseLike<T>;
   try {
     result = operation(attempt);
   } catch (error) {
     attempt.release();
-    return attemptLoop(policy, operation, call, judge, state, { error, isValue: false });
+    return attemptLoop(policy, operation, call, judge, startState(policy, startedAt), {
+      error,
+      isValue: false,
+    });
   }
   return Promise.resolve(result).then(
     (value) => {
       attempt.release();
-      succeed(policy, call, state);
+      if (
+        policy.budget !== undefined ||
+        policy.onSuccess !== undefined ||
+        call?.onSuccess !== undefined
+      ) {
+        succeed(policy, call, startState(policy, startedAt));
+      }
       return value;
     },
     (error: unknown) => {
       attempt.release();
-      return attemptLoop(policy, operation, call, judge, state, { error, isValue: false });
+      return attemptLoop(policy, operation, call, judge, startState(policy, startedAt), {
+        error,
+        isValue: false,
+      });
     },
   );
 }
@@ -264,7 +279,7 @@ async function attemptLoop<T>(
   let pending = failure;
   for (;;) {
     if (pending === undefined) {
-      const attempt = new Attempt(policy, state, signal);
+      const attempt = new Attempt(policy, state.attempt, state.startedAt, signal);
       try {
         const value = await attempt.run(operation);
         if (judge?.isFailure(value)) {
@@ -387,7 +402,11 @@ function checkOperation<T>(operation: Operation<T>): Operation<T> {
   return operation;
 }
 
-let defaultPolicy: ResolvedPolicy | undefined;
+/** `retry(op)` with no options: the defaults, filled once. */
+const DEFAULT_ONE_OFF = resolvePolicy('retry', undefined, {
+  defaultBudget: false,
+  allowCallKeys: true,
+});
 
 /**
  * Runs one call with retries: up to 4 attempts, capped exponential backoff with full jitter,
@@ -403,20 +422,18 @@ let defaultPolicy: ResolvedPolicy | undefined;
  * });
  * ```
  */
-export async function retry<T>(operation: Operation<T>, options?: RetryOptions): Promise<T> {
-  checkOperation(operation);
-  if (options === undefined) {
-    defaultPolicy ??= resolvePolicy('retry', undefined, {
-      defaultBudget: false,
-      allowCallKeys: true,
-    });
-    return execute(defaultPolicy, operation, undefined);
+export function retry<T>(operation: Operation<T>, options?: RetryOptions): Promise<T> {
+  let policy: ResolvedPolicy;
+  try {
+    checkOperation(operation);
+    policy =
+      options === undefined
+        ? DEFAULT_ONE_OFF
+        : resolvePolicy('retry', options, { defaultBudget: false, allowCallKeys: true });
+  } catch (error) {
+    return Promise.reject(error);
   }
-  const policy = resolvePolicy('retry', options, { defaultBudget: false, allowCallKeys: true });
   // The hooks are the policy's already; only the signal is the call's own.
-  return execute(
-    policy,
-    operation,
-    options.signal === undefined ? undefined : { signal: options.signal },
-  );
+  const signal = options?.signal;
+  return execute(policy, operation, signal === undefined ? undefined : { signal });
 }
