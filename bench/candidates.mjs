@@ -1,8 +1,8 @@
 // The contenders, each set up as its documentation shows, wrapped to the same shape:
 // `run(fn)` returns a promise of fn's value, retrying fn's failures.
-import { StandardRetryStrategy, ConfiguredRetryStrategy } from '@smithy/util-retry';
+import { ConfiguredRetryStrategy, StandardRetryStrategy } from '@smithy/util-retry';
 import asyncRetry from 'async-retry';
-import { ConstantBackoff, ExponentialBackoff, handleAll, retry as cockatielRetry } from 'cockatiel';
+import { ConstantBackoff, retry as cockatielRetry, ExponentialBackoff, handleAll } from 'cockatiel';
 import { backOff } from 'exponential-backoff';
 import pRetry from 'p-retry';
 import { createRetryPolicy, retry } from '../dist/index.js';
@@ -30,7 +30,10 @@ async function smithy(strategy, fn) {
 /** Defaults, for the success path: every library as a user would first write it. */
 export function successPath() {
   const policy = createRetryPolicy();
-  const cockatiel = cockatielRetry(handleAll, { maxAttempts: 3, backoff: new ExponentialBackoff() });
+  const cockatiel = cockatielRetry(handleAll, {
+    maxAttempts: 3,
+    backoff: new ExponentialBackoff(),
+  });
   const standard = new StandardRetryStrategy(3);
   return {
     'stormproof retry()': (fn) => retry(fn),

@@ -4,6 +4,8 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { herdSection } from './herd.mjs';
+import { herdVsPythonSection } from './herd-vs-python.mjs';
 
 const smoke = process.argv.includes('--smoke');
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -12,11 +14,15 @@ const PROCESSES = smoke ? 1 : 3;
 const runs = [];
 for (let i = 0; i < PROCESSES; i++) {
   process.stderr.write(`measuring: process ${i + 1} of ${PROCESSES}\n`);
-  const out = execFileSync(process.execPath, ['--expose-gc', 'measure.mjs', ...(smoke ? ['--smoke'] : [])], {
-    cwd: here,
-    encoding: 'utf8',
-    maxBuffer: 1 << 24,
-  });
+  const out = execFileSync(
+    process.execPath,
+    ['--expose-gc', 'measure.mjs', ...(smoke ? ['--smoke'] : [])],
+    {
+      cwd: here,
+      encoding: 'utf8',
+      maxBuffer: 1 << 24,
+    },
+  );
   runs.push(JSON.parse(out));
 }
 
@@ -41,37 +47,81 @@ const success = summarize('success');
 const retryPath = summarize('retryPath');
 const heap = summarize('heap');
 
-const ns = (x) => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} ms` : x >= 1e3 ? `${(x / 1e3).toFixed(2)} us` : `${x.toFixed(0)} ns`);
+const ns = (x) =>
+  x >= 1e6
+    ? `${(x / 1e6).toFixed(2)} ms`
+    : x >= 1e3
+      ? `${(x / 1e3).toFixed(2)} us`
+      : `${x.toFixed(0)} ns`;
 const spread = (s, unit) => `${unit(s.min)} to ${unit(s.max)}`;
 
 function table(rows, base, unit, header) {
-  const lines = [`| ${header} | per call | ratio to ${base} | spread over processes |`, '|---|---|---|---|'];
+  const lines = [
+    `| ${header} | per call | ratio to ${base} | spread over processes |`,
+    '|---|---|---|---|',
+  ];
   for (const [name, s] of Object.entries(rows)) {
-    lines.push(`| ${name} | ${unit(s.median)} | ${(s.median / rows[base].median).toFixed(2)}x | ${spread(s, unit)} |`);
+    lines.push(
+      `| ${name} | ${unit(s.median)} | ${(s.median / rows[base].median).toFixed(2)}x | ${spread(s, unit)} |`,
+    );
   }
   return lines.join('\n');
 }
 
 const bytes = (x) => `${x.toFixed(0)} B`;
-const heapLines = ['| contender | heap per in-flight call | above bare await | spread over processes |', '|---|---|---|---|'];
+const heapLines = [
+  '| contender | heap per in-flight call | above bare await | spread over processes |',
+  '|---|---|---|---|',
+];
 for (const [name, s] of Object.entries(heap)) {
-  heapLines.push(`| ${name} | ${bytes(s.median)} | ${bytes(s.median - heap['bare await'].median)} | ${spread(s, bytes)} |`);
+  heapLines.push(
+    `| ${name} | ${bytes(s.median)} | ${bytes(s.median - heap['bare await'].median)} | ${spread(s, bytes)} |`,
+  );
 }
 
 const ratio = (name, base, rows) => rows[name].median / rows[base].median;
 const libraries = Object.keys(success).filter((n) => n !== 'bare await');
 const fastest = libraries.reduce((a, b) => (success[a].median <= success[b].median ? a : b));
 const targets = [
-  ['success path, retry(), at most 1.5x a bare await', ratio('stormproof retry()', 'bare await', success), 1.5, 'x'],
-  ['success path, policy.retry(), at most 1.5x a bare await', ratio('stormproof policy.retry()', 'bare await', success), 1.5, 'x'],
-  ['zero-delay retry path at most 1.5x the hand-written loop', ratio('stormproof policy.retry()', 'hand-written loop', retryPath), 1.5, 'x'],
-  ['heap per in-flight call at most 150 B above the bare await', heap['stormproof policy.retry()'].median - heap['bare await'].median, 150, ' B'],
+  [
+    'success path, retry(), at most 1.5x a bare await',
+    ratio('stormproof retry()', 'bare await', success),
+    1.5,
+    'x',
+  ],
+  [
+    'success path, policy.retry(), at most 1.5x a bare await',
+    ratio('stormproof policy.retry()', 'bare await', success),
+    1.5,
+    'x',
+  ],
+  [
+    'zero-delay retry path at most 1.5x the hand-written loop',
+    ratio('stormproof policy.retry()', 'hand-written loop', retryPath),
+    1.5,
+    'x',
+  ],
+  [
+    'heap per in-flight call at most 150 B above the bare await',
+    heap['stormproof policy.retry()'].median - heap['bare await'].median,
+    150,
+    ' B',
+  ],
 ];
 const targetLines = ['| target | measured | met? |', '|---|---|---|'];
 for (const [what, value, limit, unit] of targets) {
-  targetLines.push(`| ${what} | ${value.toFixed(unit === 'x' ? 2 : 0)}${unit} | ${value <= limit ? 'yes' : `no, by ${(value - limit).toFixed(unit === 'x' ? 2 : 0)}${unit}`} |`);
+  targetLines.push(
+    `| ${what} | ${value.toFixed(unit === 'x' ? 2 : 0)}${unit} | ${value <= limit ? 'yes' : `no, by ${(value - limit).toFixed(unit === 'x' ? 2 : 0)}${unit}`} |`,
+  );
 }
-targetLines.push(`| fastest library on the success path | ${fastest} | ${fastest.startsWith('stormproof') ? 'yes' : 'no'} |`);
+targetLines.push(
+  `| fastest library on the success path | ${fastest} | ${fastest.startsWith('stormproof') ? 'yes' : 'no'} |`,
+);
+
+process.stderr.write('herd: outcomes per library, then against the Python model\n');
+const herd = herdSection();
+const python = herdVsPythonSection({ smoke });
+if (!python.ok) process.exitCode = 1;
 
 const date = new Date().toISOString().slice(0, 10);
 const report = `# Benchmarks
@@ -96,8 +146,12 @@ ${table(retryPath, 'hand-written loop', ns, 'contender')}
 ## Heap retained per in-flight call (10,000 calls waiting at once)
 
 ${heapLines.join('\n')}
-`;
-const target = fileURLToPath(new URL(smoke ? '../reports/benchmarks-smoke.md' : '../docs/benchmarks.md', import.meta.url));
+
+${herd}
+${python.markdown}`;
+const target = fileURLToPath(
+  new URL(smoke ? '../reports/benchmarks-smoke.md' : '../docs/benchmarks.md', import.meta.url),
+);
 if (smoke) {
   process.stdout.write(report);
 } else {
