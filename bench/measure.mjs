@@ -15,7 +15,10 @@ const median = (xs) => {
 /** A seeded shuffle, so the order of the contenders changes every round but repeats across runs. */
 function shuffled(items, round) {
   let seed = round * 2654435761 + 1;
-  const rand = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  const rand = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
   const a = [...items];
   for (let i = a.length - 1; i > 0; i--) {
     const j = Math.floor(rand() * (i + 1));
