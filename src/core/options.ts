@@ -11,6 +11,13 @@ import { checkKnownKeys, checkNumber, checkOptionsObject, show } from './validat
 export type GiveUpReason =
   /** The failure cannot pass (a 4xx, an unknown error, a second 500, a server's "don't retry"). */
   | 'not-retryable'
+  /**
+   * The failure could pass, but the request is not safe to repeat: a non-idempotent method (POST,
+   * PATCH) without an idempotency key (RFC 9110 section 9.2.2). Set by an adapter.
+   */
+  | 'not-idempotent'
+  /** The failure could pass, but the request's body cannot be sent twice (a stream). Set by an adapter. */
+  | 'body-not-replayable'
   /** `maxAttempts` attempts were made. */
   | 'max-attempts'
   /** The next wait would end past `deadlineMs`. */
@@ -21,6 +28,12 @@ export type GiveUpReason =
   | 'budget'
   /** The caller's signal aborted. */
   | 'aborted';
+
+/**
+ * Why an adapter knows that a call must not be repeated. A failure that could pass then ends the
+ * call with this reason instead of a retry; the budget is not charged.
+ */
+export type UnrepeatableReason = Extract<GiveUpReason, 'not-idempotent' | 'body-not-replayable'>;
 
 /** What the engine knows about a call that gave up. Read it with `getRetryReport(error)`. */
 export interface RetryReport {

@@ -13,6 +13,7 @@ import {
   type RetryPolicyOptions,
   type RetryReport,
   resolvePolicy,
+  type UnrepeatableReason,
 } from './options.js';
 import { type RetryState, startState, step } from './step.js';
 
@@ -181,7 +182,9 @@ interface Failure {
 
 /**
  * Runs `operation` with retries under `policy`. The one place where attempts are made and waits
- * are slept; everything it decides, it asks `step`.
+ * are slept; everything it decides, it asks `step`. An adapter that knows the call is unsafe to
+ * repeat passes `unrepeatable`: the first attempt is then the only one, and a failure that could
+ * pass gives up with that reason (the budget is not asked).
  * @internal
  */
 export function execute<T>(
@@ -189,6 +192,7 @@ export function execute<T>(
   operation: Operation<T>,
   call: CallOptions | undefined,
   judge?: ResultJudge<T>,
+  unrepeatable?: UnrepeatableReason,
 ): Promise<T> {
   const signal = call?.signal;
   const startedAt = policy.clock.now();
@@ -196,8 +200,15 @@ export function execute<T>(
     return Promise.reject(abandon(policy, call, startState(policy, startedAt), signal.reason));
   }
   policy.budget?.recordRequest(startedAt);
-  if (signal !== undefined || policy.attemptTimeoutMs !== undefined || judge !== undefined) {
-    return attemptLoop(policy, operation, call, judge, startState(policy, startedAt), undefined);
+  if (
+    signal !== undefined ||
+    policy.attemptTimeoutMs !== undefined ||
+    judge !== undefined ||
+    unrepeatable !== undefined
+  ) {
+    const state = startState(policy, startedAt);
+    const first = unrepeatable === undefined ? state : { ...state, unrepeatable };
+    return attemptLoop(policy, operation, call, judge, first, undefined);
   }
   // The common case, kept free of async frames and of the state object: nothing can end the
   // first attempt early and no result needs judging, so its promise is only observed.

@@ -3,7 +3,7 @@
 // drive this same function; none of them decides anything on its own.
 import { backoffCeiling, jitteredDelay } from './backoff.js';
 import { classify, type Verdict } from './classify.js';
-import type { GiveUpReason, ResolvedPolicy } from './options.js';
+import type { GiveUpReason, ResolvedPolicy, UnrepeatableReason } from './options.js';
 
 /** Where a call stands between attempts. Immutable: `step` returns the next one. */
 export interface RetryState {
@@ -19,6 +19,11 @@ export interface RetryState {
   readonly totalDelayMs: number;
   /** How many 500s this call has retried. */
   readonly internalErrorRetries: number;
+  /**
+   * Set when the call must not be repeated (a POST without an idempotency key, a streamed body):
+   * a failure that could pass then gives up with this reason, before the budget is asked.
+   */
+  readonly unrepeatable?: UnrepeatableReason;
 }
 
 /** How an attempt ended. */
@@ -109,6 +114,7 @@ export function step(
     state,
   });
   if (!verdict.retryable) return giveUp('not-retryable');
+  if (state.unrepeatable !== undefined) return giveUp(state.unrepeatable);
   if (state.attempt >= policy.maxAttempts) return giveUp('max-attempts');
 
   let delayMs: number;

@@ -1,0 +1,471 @@
+/**
+ * stormproof/fetch: a drop-in `fetch` that retries through the stormproof engine and never
+ * duplicates a write.
+ *
+ * `createFetch(options?)` returns a function with the signature and behaviour of the global
+ * `fetch`: it resolves with a Response for every HTTP status and rejects on a network error, as
+ * fetch does. Between those, it retries what can pass (timeouts, dropped connections, 502, 503,
+ * 504, 429 more slowly, a 500 once) and only when repeating is safe (RFC 9110 section 9.2.2),
+ * with the engine's capped exponential backoff, full jitter, deadline, Retry-After and the retry
+ * budget shared by every call of one `createFetch`.
+ *
+ * Runtime-agnostic: no `node:` imports and no Node globals, only the web platform (fetch,
+ * Request, Headers, AbortSignal, crypto), so it runs unchanged in Node, browsers, Deno, Bun and
+ * workers.
+ *
+ * @example
+ * ```ts
+ * import { createFetch } from 'stormproof/fetch';
+ *
+ * const fetch = createFetch();
+ * const res = await fetch('https://api.example.com/user/42');
+ * ```
+ *
+ * @module
+ */
+import { OVERLOADED_HEADER } from '../core/classify.js';
+import {
+  type AttemptContext,
+  type CallOptions,
+  type GiveUpEvent,
+  type GiveUpReason,
+  RETRY_OPTION_KEYS,
+  type ResolvedPolicy,
+  type RetryDecisionContext,
+  type RetryEvent,
+  type RetryPolicyOptions,
+  type RetryReport,
+  resolvePolicy,
+  type SuccessEvent,
+  type UnrepeatableReason,
+} from '../core/options.js';
+import { execute, getRetryReport, type ResultJudge } from '../core/retry.js';
+import { checkKnownKeys, checkOptionsObject, show } from '../core/validate.js';
+import { redactUrl } from './redact.js';
+import {
+  AUTO_KEY_METHODS,
+  cancelBody,
+  DEFAULT_RETRY_METHODS,
+  IDEMPOTENCY_KEY_HEADER,
+  isReplayableBody,
+  isRequest,
+  newIdempotencyKey,
+  TOKEN,
+} from './request.js';
+
+export { REDACTED, redactUrl } from './redact.js';
+export { DEFAULT_RETRY_METHODS, IDEMPOTENCY_KEY_HEADER } from './request.js';
+export type { GiveUpReason, RetryReport };
+export { getRetryReport, OVERLOADED_HEADER };
+
+/**
+ * The request header that tells the layer below that a request is a retry: its value is the
+ * attempt number (`2` on the first retry). Sent on retries only, never on the first attempt.
+ */
+export const DEFAULT_ATTEMPT_HEADER = 'stormproof-attempt';
+
+/** The signature of the global `fetch`. */
+export type FetchFunction = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+
+/** What every fetch event says about its request. Never a header, never a body. */
+export interface FetchEventContext {
+  /** The request method, in upper case (`'GET'`, `'POST'`). */
+  readonly method: string;
+  /**
+   * The request URL without user name, password, query values and fragment (see `redactUrl`):
+   * `https://api.example.com/items?page=REDACTED`.
+   */
+  readonly url: string;
+  /**
+   * The status of the response the attempt ended with. Absent when it ended without one (a
+   * network error, a timeout, an abort): then `error` says what happened.
+   */
+  readonly status?: number;
+}
+
+/** Sent to `onRetry` just before the wait for a retry. */
+export interface FetchRetryEvent extends Omit<RetryEvent, 'error'>, FetchEventContext {
+  /**
+   * What the attempt threw: a network error or a timeout. Absent when the attempt ended with a
+   * response (see `status`): events never carry a Response, whose headers may hold secrets.
+   */
+  readonly error?: unknown;
+}
+
+/** Sent to `onGiveUp` once, when a call stops retrying and fails. */
+export interface FetchGiveUpEvent extends Omit<GiveUpEvent, 'error'>, FetchEventContext {
+  /**
+   * What the call rejects with: the last network error, a timeout, or the caller's abort reason.
+   * Absent when the call resolves with a failed response (see `status`).
+   */
+  readonly error?: unknown;
+}
+
+/** Sent to `onSuccess` once, when an attempt gets a response with a status below 400. */
+export interface FetchSuccessEvent extends SuccessEvent, FetchEventContext {}
+
+/**
+ * The options of `createFetch`: the engine's policy options (each with its default, see
+ * docs/retry.md), the hooks with fetch-shaped events, and the options of fetch itself.
+ */
+export interface CreateFetchOptions
+  extends Omit<RetryPolicyOptions, 'onRetry' | 'onGiveUp' | 'onSuccess'> {
+  /**
+   * The fetch implementation each attempt calls: undici's, a framework's, a test double. Unset,
+   * `globalThis.fetch` is looked up at each call, so a fetch patched later (a mock server) is used.
+   * @default globalThis.fetch
+   * @example
+   * ```ts
+   * import { fetch as undiciFetch } from 'undici';
+   * createFetch({ fetch: undiciFetch });
+   * ```
+   */
+  fetch?: FetchFunction | undefined;
+  /**
+   * `'auto'` adds a fresh `Idempotency-Key` (a UUID as a Structured Field String,
+   * `"8e03978e-40d5-43e8-bc93-6894a57f9324"`) to every POST and PATCH that has none, and sends
+   * the same key on each of its attempts, so those requests become safe to retry. Only for
+   * servers that honour the header; a key you set yourself is always kept.
+   * @default false
+   * @example
+   * ```ts
+   * createFetch({ idempotencyKey: 'auto' });
+   * ```
+   */
+  idempotencyKey?: 'auto' | false | undefined;
+  /**
+   * The request header that carries the attempt number on retries (`2`, `3`, ...), so the layer
+   * below can see that a request is already a retry and must not retry it again. `false` sends
+   * nothing. In a browser a header outside the CORS safelist makes a cross-origin retry send a
+   * preflight, and the server must list the header in `Access-Control-Allow-Headers`; otherwise
+   * the retry fails. Use `false` for cross-origin APIs that do not allow it.
+   * @default 'stormproof-attempt'
+   * @example
+   * ```ts
+   * createFetch({ attemptHeader: 'x-retry-attempt' });
+   * createFetch({ attemptHeader: false });
+   * ```
+   */
+  attemptHeader?: string | false | undefined;
+  /**
+   * The methods retried without an `Idempotency-Key` (case-insensitive). Add a method only when
+   * you know its requests are idempotent on your server: a POST retried blindly can charge a card
+   * twice. A request with an `Idempotency-Key` is retried whatever its method.
+   * @default ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']
+   * @example
+   * ```ts
+   * createFetch({ retryMethods: ['GET', 'HEAD'] }); // reads only
+   * ```
+   */
+  retryMethods?: readonly string[] | undefined;
+  /**
+   * Called before each wait for a retry, with the engine's event plus the request's method,
+   * redacted URL and status. A hook that throws or rejects is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * onRetry: (e) => log.warn(`${e.method} ${e.url} got ${e.status ?? e.verdict.kind}; retry in ${Math.round(e.delayMs)} ms`)
+   * ```
+   */
+  onRetry?: ((event: FetchRetryEvent) => unknown) | undefined;
+  /**
+   * Called once when a call fails for good, with why (`reason`: `'not-idempotent'`,
+   * `'body-not-replayable'`, `'max-attempts'`, `'deadline'`, ...), the method, redacted URL and
+   * status. A hook that throws or rejects is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * onGiveUp: (e) => metrics.increment('http.give_up', { method: e.method, reason: e.reason })
+   * ```
+   */
+  onGiveUp?: ((event: FetchGiveUpEvent) => unknown) | undefined;
+  /**
+   * Called once when an attempt gets a response with a status below 400. A hook that throws or
+   * rejects is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * onSuccess: (e) => metrics.histogram('http.attempts', e.attempts, { method: e.method })
+   * ```
+   */
+  onSuccess?: ((event: FetchSuccessEvent) => unknown) | undefined;
+}
+
+const OWNER = 'createFetch';
+const FETCH_KEYS = ['fetch', 'idempotencyKey', 'attemptHeader', 'retryMethods'];
+const KNOWN_KEYS: readonly string[] = [
+  ...RETRY_OPTION_KEYS.filter((key) => key !== 'signal'),
+  ...FETCH_KEYS,
+];
+const DEFAULT_METHODS: ReadonlySet<string> = new Set(DEFAULT_RETRY_METHODS);
+
+/** The hooks, fetch-shaped. */
+interface FetchHooks {
+  readonly onRetry: ((event: FetchRetryEvent) => unknown) | undefined;
+  readonly onGiveUp: ((event: FetchGiveUpEvent) => unknown) | undefined;
+  readonly onSuccess: ((event: FetchSuccessEvent) => unknown) | undefined;
+}
+
+/** Everything a `createFetch` decided once, shared by all its calls. */
+interface Settings {
+  readonly fetch: FetchFunction | undefined;
+  readonly autoKey: boolean;
+  readonly attemptHeader: string | undefined;
+  readonly retryMethods: ReadonlySet<string>;
+  readonly policy: ResolvedPolicy;
+  readonly hooks: FetchHooks;
+  /** Responses to requests that carry an Idempotency-Key: a 409 or 422 on them is final. */
+  readonly keyed: WeakSet<object>;
+}
+
+function checkFetch(value: unknown): FetchFunction | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') {
+    throw new TypeError(`stormproof: ${OWNER} fetch must be a fetch function, got ${show(value)}`);
+  }
+  return value as FetchFunction;
+}
+
+function checkIdempotencyKey(value: unknown): boolean {
+  if (value === undefined || value === false) return false;
+  if (value === 'auto') return true;
+  throw new TypeError(
+    `stormproof: ${OWNER} idempotencyKey must be 'auto' or false, got ${show(value)}`,
+  );
+}
+
+function checkAttemptHeader(value: unknown): string | undefined {
+  if (value === undefined) return DEFAULT_ATTEMPT_HEADER;
+  if (value === false) return undefined;
+  if (typeof value !== 'string' || !TOKEN.test(value)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} attemptHeader must be a header name (letters, digits and !#$%&'*+-.^_\`|~) or false, got ${show(value)}`,
+    );
+  }
+  return value.toLowerCase();
+}
+
+function checkRetryMethods(value: unknown): ReadonlySet<string> {
+  if (value === undefined) return DEFAULT_METHODS;
+  if (!Array.isArray(value)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} retryMethods must be an array of method names, got ${show(value)}`,
+    );
+  }
+  const methods = new Set<string>();
+  value.forEach((method: unknown, i) => {
+    if (typeof method !== 'string' || !TOKEN.test(method)) {
+      throw new TypeError(
+        `stormproof: ${OWNER} retryMethods[${i}] must be a method name, got ${show(method)}`,
+      );
+    }
+    methods.add(method.toUpperCase());
+  });
+  return methods;
+}
+
+/** A 409 (in progress) or 422 (key reused with another payload) on a keyed request is final. */
+function isKeyConflict(context: RetryDecisionContext, keyed: WeakSet<object>): boolean {
+  const { error } = context;
+  if (typeof error !== 'object' || error === null || !keyed.has(error)) return false;
+  const status = (error as Response).status;
+  return status === 409 || status === 422;
+}
+
+/**
+ * Makes a retrying `fetch`. Every option is checked here, once: a bad value throws a TypeError or
+ * RangeError that names it. The policy, and its retry budget, are made once and shared by every
+ * call of the returned function.
+ *
+ * The returned function behaves as `fetch`: it resolves with the last Response whatever its
+ * status, and rejects with the last network error (or timeout, or the caller's abort reason).
+ * `getRetryReport(responseOrError)` tells why a failed call stopped: `'not-retryable'`,
+ * `'not-idempotent'`, `'body-not-replayable'`, `'max-attempts'`, `'deadline'`,
+ * `'retry-after-beyond-deadline'`, `'budget'` or `'aborted'`.
+ *
+ * - Retried: network errors, timeouts, 502, 503, 504, 429 (more slowly) and a 500 once, as the
+ *   engine classifies them; never a response that says not to retry (`x-envoy-overloaded`,
+ *   `stormproof-overloaded`, `Stripe-Should-Retry: false`).
+ * - Only when safe: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, QUERY (`retryMethods`), or any
+ *   request with an `Idempotency-Key`; never a body that cannot be sent twice (a stream).
+ * - Retry-After is added to the jittered wait; one that reaches past the deadline ends the call
+ *   at once with the last response.
+ * - Each attempt is bounded by `attemptTimeoutMs` and the call's `deadlineMs`; the caller's
+ *   `signal` aborts at once, also during a wait, and rejects with its reason.
+ *
+ * @example
+ * ```ts
+ * const fetch = createFetch({ idempotencyKey: 'auto', attemptTimeoutMs: 2000 });
+ * const res = await fetch('https://api.example.com/orders', { method: 'POST', body });
+ * if (!res.ok) console.warn(res.status, getRetryReport(res)?.reason);
+ * ```
+ */
+export function createFetch(options?: CreateFetchOptions): FetchFunction {
+  const o = checkOptionsObject(OWNER, options);
+  checkKnownKeys(OWNER, o, KNOWN_KEYS);
+  const { fetch, idempotencyKey, attemptHeader, retryMethods, ...engineOptions } = o;
+  const resolved = resolvePolicy(OWNER, engineOptions, {
+    defaultBudget: true,
+    allowCallKeys: false,
+  });
+  const keyed = new WeakSet<object>();
+  const userShouldRetry = resolved.shouldRetry;
+  const settings: Settings = {
+    fetch: checkFetch(fetch),
+    autoKey: checkIdempotencyKey(idempotencyKey),
+    attemptHeader: checkAttemptHeader(attemptHeader),
+    retryMethods: checkRetryMethods(retryMethods),
+    // The hooks were checked by resolvePolicy; they take fetch events, sent per call below.
+    hooks: {
+      onRetry: resolved.onRetry as FetchHooks['onRetry'],
+      onGiveUp: resolved.onGiveUp as FetchHooks['onGiveUp'],
+      onSuccess: resolved.onSuccess as FetchHooks['onSuccess'],
+    },
+    policy: Object.freeze({
+      ...resolved,
+      onRetry: undefined,
+      onGiveUp: undefined,
+      onSuccess: undefined,
+      shouldRetry: (context: RetryDecisionContext) => {
+        if (isKeyConflict(context, keyed)) return { ...context.verdict, retryable: false };
+        return userShouldRetry === undefined ? context.verdict : userShouldRetry(context);
+      },
+    }),
+    keyed,
+  };
+  return (input, init) => send(settings, input, init);
+}
+
+/** `globalThis.fetch`, looked up at each call and called as a method of the global object. */
+const globalFetch: FetchFunction = (input, init) => globalThis.fetch(input, init);
+
+/** A response that counts as a failed attempt: only errors are judged, never a 2xx or a 3xx. */
+const isFailure = (response: Response): boolean => response.status >= 400;
+
+/**
+ * The signal one attempt's fetch gets: the engine's (the caller's abort, the attempt timeout,
+ * the deadline) joined with the caller's, so that the caller's abort also stops the body of the
+ * response it is given, as with plain fetch. AbortSignal.any adds no listener to the caller's
+ * signal; where it is missing, the engine's signal alone still stops every attempt.
+ */
+function attemptSignal(caller: AbortSignal | undefined, engine: AbortSignal): AbortSignal {
+  if (caller === undefined || typeof AbortSignal.any !== 'function') return engine;
+  try {
+    return AbortSignal.any([caller, engine]);
+  } catch {
+    return engine; // A caller's signal from another implementation.
+  }
+}
+
+/** Builds the event a fetch hook receives from the engine's: no Response, ever. */
+function fetchEvent<E extends { readonly error: unknown }>(
+  event: E,
+  response: Response | undefined,
+  about: { readonly method: string; readonly url: string },
+): Omit<E, 'error'> & FetchEventContext & { readonly error?: unknown } {
+  const { error, ...rest } = event;
+  if (response !== undefined && error === response) {
+    return { ...rest, ...about, status: response.status };
+  }
+  return { ...rest, ...about, error };
+}
+
+/** One call of the fetch that `createFetch` returns. */
+async function send(
+  settings: Settings,
+  input: RequestInfo | URL,
+  init: RequestInit | undefined,
+): Promise<Response> {
+  const request = isRequest(input) ? input : undefined;
+  const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
+  // init.headers replace the Request's, as in `new Request(request, init)`.
+  const headers = new Headers(init?.headers ?? request?.headers);
+  let changedHeaders = false;
+  if (settings.autoKey && AUTO_KEY_METHODS.has(method) && !headers.has(IDEMPOTENCY_KEY_HEADER)) {
+    headers.set(IDEMPOTENCY_KEY_HEADER, newIdempotencyKey());
+    changedHeaders = true;
+  }
+  const isKeyed = headers.has(IDEMPOTENCY_KEY_HEADER);
+
+  // A body given in init wins over the Request's, as in `new Request(request, init)`.
+  const bodyOfRequest = init?.body == null && request !== undefined && request.body != null;
+  const replayable = bodyOfRequest ? !request.bodyUsed : isReplayableBody(init?.body);
+  let unrepeatable: UnrepeatableReason | undefined;
+  if (!isKeyed && !settings.retryMethods.has(method)) unrepeatable = 'not-idempotent';
+  else if (!replayable) unrepeatable = 'body-not-replayable';
+  // A Request's body is a stream that its first send consumes: each attempt sends a clone, and
+  // `spare` keeps a copy for the next. Only when there can be a next attempt.
+  const spare =
+    bodyOfRequest && unrepeatable === undefined && settings.policy.maxAttempts > 1
+      ? request
+      : undefined;
+
+  const initSignal = init?.signal;
+  // An explicit `signal: null` in init drops the Request's signal, as in `new Request`.
+  const callerSignal = initSignal !== undefined ? (initSignal ?? undefined) : request?.signal;
+  const fetchImpl = settings.fetch ?? globalFetch;
+  /** The response of the latest attempt, until it is returned or discarded. */
+  let last: Response | undefined;
+
+  const operation = async ({ attempt, signal }: AttemptContext): Promise<Response> => {
+    const attemptInit: RequestInit = { ...init, signal: attemptSignal(callerSignal, signal) };
+    if (attempt > 1 && settings.attemptHeader !== undefined) {
+      const retryHeaders = new Headers(headers);
+      retryHeaders.set(settings.attemptHeader, String(attempt));
+      attemptInit.headers = retryHeaders;
+    } else if (changedHeaders) {
+      attemptInit.headers = headers;
+    }
+    const response = await fetchImpl(spare === undefined ? input : spare.clone(), attemptInit);
+    // The attempt ended (timeout, deadline, abort) just as the response came: nobody will read it.
+    if (signal.aborted) {
+      cancelBody(response);
+      throw signal.reason;
+    }
+    last = response;
+    if (isKeyed) settings.keyed.add(response);
+    return response;
+  };
+  const judge: ResultJudge<Response> = {
+    isFailure,
+    discard: (response) => {
+      if (response === last) last = undefined;
+      cancelBody(response);
+    },
+  };
+
+  const call: CallOptions = { signal: callerSignal };
+  const { onRetry, onGiveUp, onSuccess } = settings.hooks;
+  if (onRetry !== undefined || onGiveUp !== undefined || onSuccess !== undefined) {
+    let about: { method: string; url: string } | undefined;
+    const describe = () => {
+      about ??= { method, url: redactUrl(request === undefined ? String(input) : request.url) };
+      return about;
+    };
+    if (onRetry !== undefined) {
+      call.onRetry = (event) => onRetry(fetchEvent(event, last, describe()));
+    }
+    if (onGiveUp !== undefined) {
+      call.onGiveUp = (event) => onGiveUp(fetchEvent(event, last, describe()));
+    }
+    if (onSuccess !== undefined) {
+      call.onSuccess = (event) =>
+        onSuccess({
+          ...event,
+          ...describe(),
+          ...(last === undefined ? {} : { status: last.status }),
+        });
+    }
+  }
+
+  try {
+    return await execute(settings.policy, operation, call, judge, unrepeatable);
+  } catch (error) {
+    // A failed response the call will not return (the caller aborted as it came): free it.
+    if (last !== undefined) cancelBody(last);
+    throw error;
+  } finally {
+    // The spare copy of a Request's body is not needed any more: drop what it buffered.
+    if (spare !== undefined) cancelBody(spare);
+  }
+}
