@@ -62,7 +62,14 @@ const bare = (fn) => fn();
 async function heapPerCall(contenders) {
   const CALLS = smoke ? 1000 : 10_000;
   const out = {};
-  for (const [name, run] of Object.entries({ 'bare await': bare, ...contenders })) {
+  // The bare await is what a caller writes without a library: an async function suspended at
+  // `await fn()`. The raw promise (fn() with nobody awaiting it) is shown for reference.
+  const bareAwait = async (fn) => await fn();
+  for (const [name, run] of Object.entries({
+    'raw promise (not awaited)': bare,
+    'bare await': bareAwait,
+    ...contenders,
+  })) {
     const samples = [];
     for (let r = 0; r < (smoke ? 1 : 5); r++) {
       let open;
