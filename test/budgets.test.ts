@@ -68,7 +68,7 @@ describe('RetryBudget', () => {
   it('ignores successes and failures', () => {
     const b = new RetryBudget({ cost: 1 });
     b.tryRetry(0);
-    b.recordSuccess(0);
+    b.recordSuccess();
     b.recordFailure(0, true);
     b.recordFailure(0, false);
     expect(b.credits).toBe(99);
@@ -98,7 +98,7 @@ describe('TokenBucket', () => {
     b.recordFailure(0, true);
     expect(b.tokens).toBe(5);
     expect(b.tryRetry(0)).toBe(false); // 5 <= 10 / 2
-    b.recordSuccess(0);
+    b.recordSuccess();
     expect(b.tokens).toBe(5.1);
     expect(b.tryRetry(0)).toBe(true);
   });
@@ -106,9 +106,9 @@ describe('TokenBucket', () => {
   it('refills by exactly 0.1 per success, with no float drift', () => {
     const b = new TokenBucket();
     for (let i = 0; i < 5; i++) b.recordFailure(0, true);
-    for (let i = 0; i < 10; i++) b.recordSuccess(0);
+    for (let i = 0; i < 10; i++) b.recordSuccess();
     expect(b.tokens).toBe(6);
-    for (let i = 0; i < 100; i++) b.recordSuccess(0);
+    for (let i = 0; i < 100; i++) b.recordSuccess();
     expect(b.tokens).toBe(10);
   });
 
@@ -126,7 +126,7 @@ describe('TokenBucket', () => {
     const b = new TokenBucket({ maxTokens: 3 });
     for (let i = 0; i < 10; i++) b.recordFailure(0, true);
     expect(b.tokens).toBe(0);
-    b.recordSuccess(0);
+    b.recordSuccess();
     expect(b.tokens).toBe(0.1);
   });
 
@@ -136,10 +136,10 @@ describe('TokenBucket', () => {
     expect(b.tryRetry(0)).toBe(true); // 2 > 1.5
     b.recordFailure(0, true);
     expect(b.tryRetry(0)).toBe(false); // 1 <= 1.5
-    b.recordSuccess(0);
+    b.recordSuccess();
     expect(b.tokens).toBe(1.5);
     expect(b.tryRetry(0)).toBe(false); // 1.5 <= 1.5
-    b.recordSuccess(0);
+    b.recordSuccess();
     expect(b.tryRetry(0)).toBe(true); // 2 > 1.5
   });
 
@@ -147,9 +147,9 @@ describe('TokenBucket', () => {
     const b = new TokenBucket({ tokenRatio: 0.5466 });
     expect(b.tokenRatio).toBe(0.546);
     b.recordFailure(0, true);
-    b.recordSuccess(0);
+    b.recordSuccess();
     expect(b.tokens).toBe(9.546);
-    b.recordSuccess(0);
+    b.recordSuccess();
     expect(b.tokens).toBe(10);
   });
 
@@ -160,7 +160,7 @@ describe('TokenBucket', () => {
     expect(new TokenBucket({ tokenRatio: 1e21 }).tokenRatio).toBe(1e21);
     const big = new TokenBucket({ maxTokens: 4, tokenRatio: 50 });
     big.recordFailure(0, true);
-    big.recordSuccess(0);
+    big.recordSuccess();
     expect(big.tokens).toBe(4);
   });
 
@@ -376,7 +376,7 @@ describe('properties', () => {
           if (o === 'request') {
             b.recordRequest(0);
             model = Math.min(options.maxCredits, model + 1);
-          } else if (o === 'success') b.recordSuccess(0);
+          } else if (o === 'success') b.recordSuccess();
           else if (o === 'failure' || o === 'benign') b.recordFailure(0, o === 'failure');
           else {
             const allowed = b.tryRetry(0);
@@ -402,7 +402,7 @@ describe('properties', () => {
         const b = new TokenBucket(options);
         for (const o of ops) {
           if (o === 'request') b.recordRequest(0);
-          else if (o === 'success') b.recordSuccess(0);
+          else if (o === 'success') b.recordSuccess();
           else if (o === 'failure' || o === 'benign') b.recordFailure(0, o === 'failure');
           else {
             const before = b.tokens;
@@ -458,7 +458,7 @@ describe('properties', () => {
       if (o.kind === 'request') {
         b.recordRequest(now);
         events.push({ slice, kind: 'request' });
-      } else if (o.kind === 'success') b.recordSuccess(now);
+      } else if (o.kind === 'success') b.recordSuccess();
       else if (o.kind === 'failure') b.recordFailure(now, true);
       else {
         const deposits = options.retryRatio === 0 ? 0 : requests * 1000;

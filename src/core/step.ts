@@ -81,7 +81,8 @@ function judge(policy: ResolvedPolicy, state: RetryState, error: unknown, nowMs:
 }
 
 /**
- * Decides what follows an attempt that ended with `outcome` at `nowMs`.
+ * Decides what follows an attempt that ended with `outcome` at `nowMs` (a success does not read
+ * the time).
  *
  * Synchronous and deterministic: its only effects are one draw from `policy.random` (for a
  * jittered wait) and the calls to `policy.budget`, which it asks just before a wait.
@@ -102,7 +103,7 @@ export function step(
 ): Decision {
   const budget = policy.budget;
   if (outcome.ok) {
-    budget?.recordSuccess(nowMs);
+    budget?.recordSuccess();
     return { action: 'succeed', state };
   }
   const verdict = judge(policy, state, outcome.error, nowMs);

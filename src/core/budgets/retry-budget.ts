@@ -80,7 +80,7 @@ export class RetryBudget implements Budget {
   }
 
   /** Not counted by this budget. */
-  recordSuccess(_nowMs: number): void {}
+  recordSuccess(): void {}
 
   /** Not counted by this budget. */
   recordFailure(_nowMs: number, _retryable: boolean): void {}

@@ -99,7 +99,7 @@ export class TokenBucket implements Budget {
   recordRequest(_nowMs: number): void {}
 
   /** Adds `tokenRatio`, up to `maxTokens`. */
-  recordSuccess(_nowMs: number): void {
+  recordSuccess(): void {
     this.#milli = Math.min(this.#maxMilli, this.#milli + this.#ratioMilli);
   }
 
