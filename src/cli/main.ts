@@ -1,0 +1,382 @@
+#!/usr/bin/env node
+// The `stormproof` program: the storm lab (`lab`), its scenarios (`sim <name>`) and the stack
+// checker (`check <file>`). Models run in worker threads on virtual time; this thread parses the
+// options, draws the progress bar, prints the figures and writes the charts.
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { checkStack, type StackReport } from '../sim/check.js';
+import { type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
+import type { StormResult } from '../sim/storm.js';
+import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
+import { InterruptedError, JobError, runJobs } from './jobs.js';
+import { num, table, writeWhole } from './output.js';
+import { ProgressBar, type ProgressMode } from './progress.js';
+import type { Job } from './runners.js';
+import {
+  SCENARIOS,
+  STORM_MODEL_OPTIONS,
+  stormFigures,
+  stormReport,
+  stormTable,
+  type Values,
+} from './scenarios.js';
+
+/** Exit codes. */
+const OK = 0;
+const FAILED = 1;
+const USAGE = 2;
+const INTERRUPTED = 130;
+
+const COMMON: readonly OptionSpec[] = [
+  { flag: 'json', key: 'json', kind: { type: 'flag' }, help: 'print the figures as JSON' },
+  {
+    flag: 'progress',
+    key: 'progress',
+    kind: { type: 'enum', values: ['auto', 'always', 'never'] },
+    default: 'auto',
+    help: 'progress bar on stderr; auto: only on a terminal',
+  },
+];
+const PLOT: OptionSpec = {
+  flag: 'plot',
+  key: 'plot',
+  kind: { type: 'file', extensions: ['.html', '.htm', '.svg'] },
+  help: 'write charts to FILE: a self-contained .html page or an .svg picture',
+};
+const LAB_OPTIONS: readonly OptionSpec[] = [
+  {
+    flag: 'out',
+    key: 'out',
+    kind: { type: 'file', extensions: ['.html', '.htm', '.svg'] },
+    default: 'reports/storm-lab.html',
+    help: 'where to write the report (.html or .svg)',
+  },
+  ...STORM_MODEL_OPTIONS.map((spec) =>
+    spec.flag === 'manual-recovery'
+      ? { ...spec, help: "also run naive with the on-call engineer's manual recovery" }
+      : spec,
+  ),
+  ...COMMON,
+];
+const CHECK_OPTIONS: readonly OptionSpec[] = [
+  { flag: 'json', key: 'json', kind: { type: 'flag' }, help: 'print the report as JSON' },
+  {
+    flag: 'strict',
+    key: 'strict',
+    kind: { type: 'flag' },
+    help: 'exit with code 1 when there are warnings (for CI)',
+  },
+];
+
+function mainHelp(): string {
+  const scenarios = [...SCENARIOS.values()].map((s) => [`  ${s.name}`, s.summary]);
+  const width = Math.max(...scenarios.map(([n]) => n!.length)) + 3;
+  return `stormproof: retries that never become the outage. The storm lab and its tools.
+
+Usage:
+  stormproof lab [options]                   naive versus stormproof on the weather API: prints a
+                                             comparison and writes a report with charts
+  stormproof sim <scenario> [options]        runs one scenario of the simulator
+  stormproof check <stack.json> [options]    worst case of a stack's retry layers, and warnings
+  stormproof --help | --version
+
+Scenarios:
+${scenarios.map(([n, s]) => n!.padEnd(width) + s).join('\n')}
+
+Options of sim and lab:
+${optionsHelp([...COMMON, PLOT])}
+
+'stormproof sim <scenario> --help' lists a scenario's options. The models: docs/simulator.md.
+Exit codes: 0 done, 1 failed (or check --strict found warnings), 2 bad usage, 130 interrupted.
+`;
+}
+
+interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  readonly interrupt: AbortSignal;
+}
+
+/** The program. Returns the exit code; throws only UsageError (exit 2) and unexpected errors. */
+async function main(argv: readonly string[], io: Io): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined) {
+    io.err(mainHelp());
+    return USAGE;
+  }
+  if (command === '--help' || command === '-h' || command === 'help') {
+    io.out(mainHelp());
+    return OK;
+  }
+  if (command === '--version' || command === '-v') {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    io.out(`${pkg.version}\n`);
+    return OK;
+  }
+  switch (command) {
+    case 'sim':
+      return sim(rest, io);
+    case 'lab':
+      return lab(rest, io);
+    case 'check':
+      return check(rest, io);
+    default:
+      throw new UsageError(
+        `stormproof: unknown command ${JSON.stringify(command)}; expected lab, sim or check (see stormproof --help)`,
+      );
+  }
+}
+
+/** Runs jobs with a progress bar; returns their results. */
+async function runWithProgress(
+  label: string,
+  jobs: readonly Job[],
+  mode: ProgressMode,
+  io: Io,
+): Promise<unknown[]> {
+  const bar = new ProgressBar(process.stderr, label, mode);
+  bar.update(0);
+  try {
+    return await runJobs(jobs, (fraction) => bar.update(fraction), io.interrupt);
+  } finally {
+    bar.clear();
+  }
+}
+
+/** Writes a report to `file` as HTML or SVG, by its extension. */
+function writeReport(file: string, report: Report): string {
+  const text = /\.svg$/i.test(file) ? renderReportSvg(report) : renderReportHtml(report);
+  writeWhole(file, text);
+  return file;
+}
+
+async function sim(args: readonly string[], io: Io): Promise<number> {
+  const [name, ...rest] = args;
+  const names = [...SCENARIOS.keys()].join(', ');
+  if (name === undefined || name === '--help' || name === '-h') {
+    const text = `Usage: stormproof sim <scenario> [options]\n\nScenarios: ${names}\n'stormproof sim <scenario> --help' lists a scenario's options.\n`;
+    if (name === undefined) {
+      throw new UsageError(`stormproof sim: which scenario? One of ${names}`);
+    }
+    io.out(text);
+    return OK;
+  }
+  const scenario = SCENARIOS.get(name);
+  if (scenario === undefined) {
+    throw new UsageError(
+      `stormproof sim: unknown scenario ${JSON.stringify(name)}; expected one of ${names}`,
+    );
+  }
+  const command = `stormproof sim ${name}`;
+  const specs = [...scenario.options, ...COMMON, PLOT];
+  const parsed = parse(command, rest, specs);
+  if (parsed.help) {
+    const summary = scenario.summary.charAt(0).toUpperCase() + scenario.summary.slice(1);
+    io.out(`Usage: ${command} [options]\n\n${summary}.\n\nOptions:\n${optionsHelp(specs)}\n`);
+    return OK;
+  }
+  const values = parsed.values;
+  const plot = values.plot as string | undefined;
+  const results = await runWithProgress(
+    command,
+    scenario.jobs(values, plot !== undefined),
+    values.progress as ProgressMode,
+    io,
+  );
+  if (values.json === true) io.out(`${JSON.stringify(scenario.json(results, values))}\n`);
+  else io.out(`${scenario.text(results, values)}\n`);
+  if (plot !== undefined) {
+    writeReport(plot, scenario.report(results, values));
+    io.err(`chart written to ${plot}\n`);
+  }
+  return OK;
+}
+
+async function lab(args: readonly string[], io: Io): Promise<number> {
+  const command = 'stormproof lab';
+  const parsed = parse(command, args, LAB_OPTIONS);
+  if (parsed.help) {
+    io.out(
+      `Usage: ${command} [options]\n\nThe storm lab: the weather API's 30 s database failover, naive retries versus stormproof,\nside by side. Prints a comparison and writes a self-contained report with the charts.\n\nOptions:\n${optionsHelp(LAB_OPTIONS)}\n`,
+    );
+    return OK;
+  }
+  const values: Values = parsed.values;
+  const model = {
+    seed: values.seed,
+    rps: values.rps,
+    durationSeconds: values.durationSeconds,
+    faultAtSeconds: values.faultAtSeconds,
+    faultSeconds: values.faultSeconds,
+  };
+  const setups: Record<string, unknown>[] = [
+    { policy: 'naive', manualRecovery: false },
+    { policy: 'stormproof', manualRecovery: false },
+  ];
+  if (values.manualRecovery === true)
+    setups.splice(1, 0, { policy: 'naive', manualRecovery: true });
+  const jobs: Job[] = setups.map((setup) => ({
+    runner: 'storm',
+    options: Object.fromEntries(
+      Object.entries({ ...model, ...setup }).filter(([, v]) => v !== undefined),
+    ),
+  }));
+  const runs = (await runWithProgress(
+    'storm lab',
+    jobs,
+    values.progress as ProgressMode,
+    io,
+  )) as StormResult[];
+  const out = String(values.out);
+  writeReport(out, stormReport(runs, 'The storm lab: naive retries versus stormproof'));
+  if (values.json === true) {
+    const figures = Object.fromEntries(
+      runs.map((r) => [
+        r.parameters.manualRecovery ? 'naiveManualRecovery' : r.parameters.policy,
+        stormFigures(r),
+      ]),
+    );
+    io.out(`${JSON.stringify({ ...figures, report: out })}\n`);
+  } else {
+    const p = runs[0]!.parameters;
+    io.out(
+      [
+        `The storm lab: the weather API at ${num(p.rps)} requests/s; the database fails over at ${num(p.faultAtSeconds)} s for ${num(p.faultSeconds)} s (${num(p.durationSeconds)} s simulated, seed ${p.seed})`,
+        '',
+        stormTable(runs),
+        '',
+        `Report with the charts: ${out} (open it in a browser: file://${resolve(out)})`,
+        '',
+      ].join('\n'),
+    );
+  }
+  return OK;
+}
+
+function checkText(file: string, report: StackReport): string {
+  const ms = (n: number | null) => (n === null ? 'unbounded' : `${num(n)} ms`);
+  const lines = [
+    `${report.name ?? 'stack'} (${file})`,
+    '',
+    table([
+      ['layer (top first)', 'attempts', 'calls in', 'max backoff', 'worst latency'],
+      ...report.layers.map((l) => [
+        l.name,
+        num(l.attempts),
+        num(l.worstCaseCallsReceived),
+        ms(l.maxTotalBackoffMs),
+        ms(l.worstCaseLatencyMs),
+      ]),
+    ]),
+    '',
+    `Worst case per user request: ${num(report.worstCaseBottomCalls)} calls at the bottom, latency ${ms(report.worstCaseLatencyMs)}.`,
+  ];
+  if (report.warnings.length === 0) lines.push('No warnings.');
+  else {
+    lines.push('', `Warnings (${report.warnings.length}):`);
+    for (const w of report.warnings) lines.push(`  - ${w}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function check(args: readonly string[], io: Io): number {
+  const command = 'stormproof check';
+  const parsed = parse(command, args, CHECK_OPTIONS, {
+    min: 1,
+    max: 1,
+    name: 'stack file (JSON)',
+  });
+  if (parsed.help) {
+    io.out(
+      `Usage: ${command} <stack.json> [options]\n\nReads the retry layers of a stack (format: docs/simulator.md, example: examples/stack.json)\nand prints the worst-case calls at the bottom per user request, the worst-case latency\nand warnings.\n\nOptions:\n${optionsHelp(CHECK_OPTIONS)}\n`,
+    );
+    return OK;
+  }
+  const file = parsed.positionals[0]!;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    throw new UsageError(
+      `${command}: cannot read ${file}: ${code === 'ENOENT' ? 'no such file' : ((error as Error).message ?? code)}`,
+    );
+  }
+  let stack: unknown;
+  try {
+    stack = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${command}: ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+  let report: StackReport;
+  try {
+    report = checkStack(stack);
+  } catch (error) {
+    throw new UsageError(
+      `${command}: ${file}: ${(error as Error).message.replace(/^stormproof: /, '')}`,
+    );
+  }
+  if (parsed.values.json === true) {
+    io.out(
+      `${JSON.stringify({
+        worstCaseBottomCalls: report.worstCaseBottomCalls,
+        worstCaseLatencyMs: report.worstCaseLatencyMs,
+        warnings: report.warnings,
+        layers: report.layers,
+      })}\n`,
+    );
+  } else {
+    io.out(checkText(file, report));
+  }
+  return parsed.values.strict === true && report.warnings.length > 0 ? FAILED : OK;
+}
+
+/** Runs the program in this process: exit code, SIGINT and a closed stdout handled. */
+function run(): void {
+  const interrupt = new AbortController();
+  process.on('SIGINT', () => {
+    // A second Ctrl-C does not wait for anything.
+    if (interrupt.signal.aborted) process.exit(INTERRUPTED);
+    interrupt.abort();
+  });
+  // `stormproof sim herd | head -1`: a closed pipe is not an error worth a stack trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? OK);
+    throw error;
+  });
+  const io: Io = {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+    interrupt: interrupt.signal,
+  };
+  main(process.argv.slice(2), io).then(
+    (code) => {
+      process.exitCode = interrupt.signal.aborted ? INTERRUPTED : code;
+      if (interrupt.signal.aborted) io.err('stormproof: interrupted\n');
+    },
+    (error: unknown) => {
+      if (error instanceof InterruptedError || interrupt.signal.aborted) {
+        io.err('stormproof: interrupted\n');
+        process.exitCode = INTERRUPTED;
+      } else if (error instanceof UsageError) {
+        io.err(`${error.message}\n`);
+        process.exitCode = USAGE;
+      } else if (
+        error instanceof JobError &&
+        (error.errorName === 'TypeError' || error.errorName === 'RangeError') &&
+        error.message.startsWith('stormproof:')
+      ) {
+        // A model refused an option value: the user's to fix.
+        io.err(`${error.message}\n`);
+        process.exitCode = USAGE;
+      } else {
+        const message = error instanceof Error ? error.message : String(error);
+        io.err(`stormproof: ${message}\n`);
+        if (process.env.STORMPROOF_DEBUG) io.err(`${(error as Error)?.stack ?? ''}\n`);
+        process.exitCode = FAILED;
+      }
+    },
+  );
+}
+
+run();

@@ -1,0 +1,351 @@
+// `stormproof check`: reads a description of the retry layers of a stack and answers, before any
+// outage does, how many calls one user request can become at the bottom, how long the user can
+// wait, and which of the founding document's rules the stack breaks.
+import { checkNumber, show } from '../core/validate.js';
+
+/** How a layer jitters its waits, as `check` reads it. */
+export type StackJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
+
+/**
+ * One layer of a stack that may retry, as `check` reads it from JSON. Only `name` and `attempts`
+ * are required. A field left out means the layer does not have that protection (no backoff, no
+ * cap, no jitter, no timeout, no deadline, no budget), or does not do that risky thing (retry
+ * non-idempotent calls).
+ */
+export interface StackLayer {
+  /** What the layer is: "client library", "API gateway". A non-empty string. */
+  readonly name: string;
+  /** Attempts the layer makes per call it receives, the first included. An integer from 1 to 100. */
+  readonly attempts: number;
+  /** The ceiling of its first backoff wait, in ms (0: retries at once). Default 0. */
+  readonly baseDelayMs?: number;
+  /** The cap of its backoff ceiling, in ms, at least `baseDelayMs`. Default: no cap. */
+  readonly maxDelayMs?: number;
+  /** How it picks a wait below the ceiling. Default `"none"`. */
+  readonly jitter?: StackJitter;
+  /** Its time limit for one attempt, in ms. Default: none. */
+  readonly timeoutMs?: number;
+  /** Its time limit for the whole call, retries included, in ms. Default: none. */
+  readonly deadlineMs?: number;
+  /** Whether a retry budget limits its retries. Default `false`. */
+  readonly budget?: boolean;
+  /** Whether it retries non-idempotent calls (POST, PATCH) without an idempotency key. Default `false`. */
+  readonly retriesNonIdempotent?: boolean;
+  /** Free text, ignored. */
+  readonly description?: string;
+}
+
+/** A stack, as `check` reads it from JSON: its layers from the top (nearest the user) down. */
+export interface Stack {
+  /** A name for the report. */
+  readonly name?: string;
+  /** Free text, ignored. */
+  readonly description?: string;
+  /** The layers that may retry, from the one nearest the user down to the one above the service. */
+  readonly layers: readonly StackLayer[];
+}
+
+/** One layer's worst case, as {@link checkStack} works it out. */
+export interface StackLayerReport {
+  /** The layer's name. */
+  readonly name: string;
+  /** Its attempts per call it receives. */
+  readonly attempts: number;
+  /** Calls it receives per user request in the worst case (1 for the top layer). */
+  readonly worstCaseCallsReceived: number;
+  /** The longest it can sleep between attempts in one call, in ms (null: no cap on it). */
+  readonly maxTotalBackoffMs: number | null;
+  /** The longest one call to it can take, in ms, the layers below included (null: unbounded). */
+  readonly worstCaseLatencyMs: number | null;
+}
+
+/** What {@link checkStack} reports. */
+export interface StackReport {
+  /** The stack's name, if it has one. */
+  readonly name?: string;
+  /** Calls at the service below the last layer per user request: the product of the attempts. */
+  readonly worstCaseBottomCalls: number;
+  /**
+   * The longest a user request can take, in ms: null when nothing bounds it (no layer has a
+   * timeout or a deadline, so a hung service holds the request for ever).
+   */
+  readonly worstCaseLatencyMs: number | null;
+  /** What the stack does that the founding document warns against, one sentence each. */
+  readonly warnings: readonly string[];
+  /** Each layer's worst case, top first. */
+  readonly layers: readonly StackLayerReport[];
+}
+
+const OWNER = 'stack';
+const STACK_KEYS = ['name', 'description', 'layers', '$schema'] as const;
+const LAYER_KEYS = [
+  'name',
+  'description',
+  'attempts',
+  'baseDelayMs',
+  'maxDelayMs',
+  'jitter',
+  'timeoutMs',
+  'deadlineMs',
+  'budget',
+  'retriesNonIdempotent',
+] as const;
+const JITTERS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
+/** gRPC treats any maxAttempts above 5 as 5; the founding document's limit is 3 or 4. */
+const MAX_SENSIBLE_ATTEMPTS = 5;
+
+interface Layer {
+  name: string;
+  attempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  jitter: StackJitter;
+  timeoutMs: number | undefined;
+  deadlineMs: number | undefined;
+  budget: boolean;
+  retriesNonIdempotent: boolean;
+}
+
+/** Levenshtein distance between two short names. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!;
+      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length]!;
+}
+
+/** Throws on a field the format does not have, naming it and the nearest known one. */
+function checkFields(at: string, o: Record<string, unknown>, known: readonly string[]): void {
+  for (const key of Object.keys(o)) {
+    if (known.includes(key)) continue;
+    const near = known
+      .map((k) => [k, distance(key.toLowerCase(), k.toLowerCase())] as const)
+      .sort((a, b) => a[1] - b[1])[0];
+    const hint = near !== undefined && near[1] <= 3 ? ` (did you mean "${near[0]}"?)` : '';
+    throw new TypeError(
+      `stormproof: ${at} has no field ${show(key)}${hint}; its fields are ${known.filter((k) => k !== '$schema').join(', ')}`,
+    );
+  }
+}
+
+function checkString(name: string, value: unknown, required: boolean): string | undefined {
+  if (value === undefined && !required) return undefined;
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${name} must be a non-empty string, got ${show(value)}`,
+    );
+  }
+  return value;
+}
+
+function checkBoolean(name: string, value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') {
+    throw new TypeError(`stormproof: ${OWNER} ${name} must be true or false, got ${show(value)}`);
+  }
+  return value;
+}
+
+function optionalNumber(name: string, value: unknown, min: number): number | undefined {
+  if (value === undefined) return undefined;
+  return checkNumber(OWNER, name, value, { min, minExclusive: min === 0 });
+}
+
+function readLayer(value: unknown, i: number): Layer {
+  const at = `layers[${i}]`;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new TypeError(`stormproof: ${OWNER} ${at} must be an object, got ${show(value)}`);
+  }
+  const o = value as Record<string, unknown>;
+  checkFields(`${OWNER} ${at}`, o, LAYER_KEYS);
+  const name = checkString(`${at}.name`, o.name, true)!;
+  checkString(`${at}.description`, o.description, false);
+  if (o.attempts === undefined) {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${at}.attempts is required (an integer from 1 to 100)`,
+    );
+  }
+  const attempts = checkNumber(OWNER, `${at}.attempts`, o.attempts, {
+    min: 1,
+    max: 100,
+    integer: true,
+  });
+  const baseDelayMs = checkNumber(OWNER, `${at}.baseDelayMs`, o.baseDelayMs ?? 0, { min: 0 });
+  const maxDelayMs =
+    o.maxDelayMs === undefined
+      ? Number.POSITIVE_INFINITY
+      : checkNumber(OWNER, `${at}.maxDelayMs`, o.maxDelayMs, { min: baseDelayMs });
+  const jitter = o.jitter ?? 'none';
+  if (typeof jitter !== 'string' || !JITTERS.includes(jitter)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${at}.jitter must be one of ${JITTERS.map((j) => `"${j}"`).join(', ')}, got ${show(jitter)}`,
+    );
+  }
+  return {
+    name,
+    attempts,
+    baseDelayMs,
+    maxDelayMs,
+    jitter: jitter as StackJitter,
+    timeoutMs: optionalNumber(`${at}.timeoutMs`, o.timeoutMs, 0),
+    deadlineMs: optionalNumber(`${at}.deadlineMs`, o.deadlineMs, 0),
+    budget: checkBoolean(`${at}.budget`, o.budget),
+    retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
+  };
+}
+
+/**
+ * The longest a layer can sleep in one call: the sum, over its `attempts - 1` retries, of the
+ * largest wait its jitter can draw below each ceiling `min(cap, base * 2^n)`. Full and equal
+ * jitter wait below the ceiling, no jitter waits exactly the ceiling, gRPC's band up to 1.2 times
+ * it, and decorrelated jitter (`min(cap, uniform(base, previous * 3))`) up to `base * 3^(n + 1)`.
+ */
+function maxTotalBackoff(layer: Layer): number {
+  let total = 0;
+  for (let n = 0; n < layer.attempts - 1; n++) {
+    const { baseDelayMs: base, maxDelayMs: cap } = layer;
+    switch (layer.jitter) {
+      case 'decorrelated':
+        total += Math.min(cap, base * 3 ** (n + 1));
+        break;
+      case 'band':
+        total += Math.min(cap, base * 2 ** n) * 1.2;
+        break;
+      default:
+        total += Math.min(cap, base * 2 ** n);
+    }
+  }
+  return total;
+}
+
+/** `n` as a plain number for a report: a finite value, or null for an unbounded one. */
+function finite(n: number): number | null {
+  return Number.isFinite(n) ? n : null;
+}
+
+function list(names: readonly string[]): string {
+  if (names.length <= 1) return names.join('');
+  return `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+}
+
+/**
+ * Checks a description of the retry layers of a stack (parsed JSON; the format is in
+ * `docs/simulator.md` and {@link Stack}) and works out its worst case per user request:
+ *
+ * - calls at the bottom: every layer repeats the whole call below it, so the product of the
+ *   attempts (3 layers of 4: 64);
+ * - latency: from the bottom up, one attempt of a layer takes at most its `timeoutMs` or the worst
+ *   case of the layer below, whichever is shorter; the layer takes `attempts` of those plus its
+ *   longest total backoff, and never more than its `deadlineMs`. Retry-After pauses are not
+ *   counted;
+ * - warnings: more than one layer retries; a layer retries at once or without jitter; retries
+ *   non-idempotent calls; retries without a budget; makes more than 5 attempts; and nothing
+ *   bounds the latency.
+ *
+ * @throws TypeError or RangeError naming the field (`layers[1].attempts`) and the value at fault.
+ * @example
+ * ```ts
+ * checkStack({ layers: [
+ *   { name: 'client library', attempts: 4, baseDelayMs: 200, maxDelayMs: 5000, jitter: 'full', timeoutMs: 1000, budget: true },
+ * ] }); // { worstCaseBottomCalls: 4, worstCaseLatencyMs: 5400, warnings: [], ... }
+ * ```
+ */
+export function checkStack(stack: unknown): StackReport {
+  if (stack === null || typeof stack !== 'object' || Array.isArray(stack)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} must be an object with a "layers" array, got ${show(stack)}`,
+    );
+  }
+  const s = stack as Record<string, unknown>;
+  checkFields(OWNER, s, STACK_KEYS);
+  const name = checkString('name', s.name, false);
+  checkString('description', s.description, false);
+  if (!Array.isArray(s.layers) || s.layers.length === 0) {
+    throw new TypeError(
+      `stormproof: ${OWNER} layers must be a non-empty array of layers, top first, got ${show(s.layers)}`,
+    );
+  }
+  const layers = s.layers.map(readLayer);
+
+  // Worst case calls received per layer, top down.
+  const received: number[] = [];
+  let calls = 1;
+  for (const layer of layers) {
+    received.push(calls);
+    calls *= layer.attempts;
+  }
+
+  // Worst case latency per layer, bottom up. The service below the last layer is unbounded.
+  const latency = new Array<number>(layers.length);
+  const backoff = layers.map(maxTotalBackoff);
+  let below = Number.POSITIVE_INFINITY;
+  for (let i = layers.length - 1; i >= 0; i--) {
+    const layer = layers[i]!;
+    const attempt = layer.timeoutMs === undefined ? below : Math.min(layer.timeoutMs, below);
+    let total = layer.attempts * attempt + backoff[i]!;
+    if (layer.deadlineMs !== undefined) total = Math.min(total, layer.deadlineMs);
+    latency[i] = total;
+    below = total;
+  }
+
+  const warnings: string[] = [];
+  const retrying = layers.filter((l) => l.attempts > 1);
+  if (retrying.length > 1) {
+    warnings.push(
+      `${retrying.length} layers retry (${list(retrying.map((l) => l.name))}): their attempts multiply to ${calls} calls at the bottom per user request. Retry at one layer, usually the one nearest the user, and make the others fail fast.`,
+    );
+  }
+  for (const layer of retrying) {
+    if (layer.baseDelayMs === 0) {
+      warnings.push(
+        `${layer.name} retries at once (no backoff, so no jitter either): every failed call comes back in the same instant, at the worst moment. Use capped exponential backoff with full jitter.`,
+      );
+    } else if (layer.jitter === 'none') {
+      warnings.push(
+        `${layer.name} retries without jitter: clients that failed together retry together, in waves. Use full jitter.`,
+      );
+    }
+    if (layer.retriesNonIdempotent) {
+      warnings.push(
+        `${layer.name} retries non-idempotent calls (POST, PATCH): a retry can apply the work twice. Retry them only with an idempotency key.`,
+      );
+    }
+    if (!layer.budget) {
+      warnings.push(
+        `${layer.name} retries with no retry budget: in a long outage every call makes all ${layer.attempts} attempts. Add a budget of about 10 percent.`,
+      );
+    }
+    if (layer.attempts > MAX_SENSIBLE_ATTEMPTS) {
+      warnings.push(
+        `${layer.name} makes ${layer.attempts} attempts, more than ${MAX_SENSIBLE_ATTEMPTS} (gRPC caps maxAttempts at 5; the SRE book allows 3). Use 3 or 4.`,
+      );
+    }
+  }
+  const top = latency[0]!;
+  if (!Number.isFinite(top)) {
+    warnings.push(
+      'No layer has a timeout or a deadline that bounds the call: a service that hangs holds the user for ever. Give each attempt a timeout and the call a deadline.',
+    );
+  }
+
+  return {
+    ...(name === undefined ? {} : { name }),
+    worstCaseBottomCalls: calls,
+    worstCaseLatencyMs: finite(top),
+    warnings,
+    layers: layers.map((layer, i) => ({
+      name: layer.name,
+      attempts: layer.attempts,
+      worstCaseCallsReceived: received[i]!,
+      maxTotalBackoffMs: finite(backoff[i]!),
+      worstCaseLatencyMs: finite(latency[i]!),
+    })),
+  };
+}

@@ -1,0 +1,103 @@
+/**
+ * stormproof/sim: the storm lab's models, on virtual time with seeded randomness. Every client in
+ * them decides with the library's own engine (its `step` function, backoff, jitter, budgets and
+ * Retry-After), so the simulator tests the real code; the founding document's `herd` toy model is
+ * the one exception, re-run bit for bit as the document wrote it. No `node:` imports: the models
+ * run anywhere the library runs. The models are described in docs/simulator.md.
+ *
+ * @module
+ */
+export {
+  BROOKER_STRATEGIES,
+  type BrookerBucket,
+  type BrookerFigures,
+  type BrookerOptions,
+  type BrookerResult,
+  type BrookerStrategy,
+  runBrooker,
+} from './brooker.js';
+export {
+  type BudgetTestOptions,
+  type BudgetTestResult,
+  type BudgetTestRun,
+  runBudgetTest,
+} from './budget-test.js';
+export {
+  checkStack,
+  type Stack,
+  type StackJitter,
+  type StackLayer,
+  type StackLayerReport,
+  type StackReport,
+} from './check.js';
+export { type HerdJitter, type HerdOptions, type HerdResult, runHerd } from './herd.js';
+export {
+  type HerdClient,
+  type HerdClientFactory,
+  type HerdScheduleOptions,
+  type HerdScheduleResult,
+  type IdealHerdOptions,
+  idealHerd,
+  type RetrySchedule,
+  runHerdSchedule,
+} from './herd-schedules.js';
+export { type LayersOptions, type LayersResult, type RetryAt, runLayers } from './layers.js';
+export {
+  asyncRetrySchedule,
+  awsStandardSchedule,
+  axiosRetrySchedule,
+  cockatielSchedule,
+  exponentialBackoffSchedule,
+  gotSchedule,
+  grpcJsSchedule,
+  type HerdOutcome,
+  type HerdOutcomesOptions,
+  type HerdPolicyOptions,
+  herdOutcomes,
+  kySchedule,
+  PEER_SCHEDULES,
+  type PeerSchedule,
+  pRetrySchedule,
+  stormproofHerdClients,
+  undiciRetryAgentSchedule,
+} from './peer-schedules.js';
+export {
+  type BarChart,
+  type Chart,
+  type ChartBand,
+  type ChartBar,
+  type ChartGridOptions,
+  type ChartLine,
+  type ChartSizeOptions,
+  chartTop,
+  escapeXml,
+  formatTick,
+  formatValue,
+  type LineChart,
+  type Report,
+  type ReportSection,
+  type ReportTable,
+  renderChartSvg,
+  renderChartsSvg,
+  renderReportHtml,
+  renderReportSvg,
+} from './plot.js';
+export { type MutableIndexed, PythonRandom } from './python-random.js';
+export {
+  runStorm,
+  type StormOptions,
+  type StormParameters,
+  type StormPolicy,
+  type StormRecovery,
+  type StormResult,
+  type StormRetryPolicy,
+  type StormSecond,
+  type StormTotals,
+} from './storm.js';
+export {
+  runTimers,
+  type TimersLoad,
+  type TimersOptions,
+  type TimersResult,
+  type TimersSecond,
+} from './timers.js';

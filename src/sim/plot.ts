@@ -1,0 +1,660 @@
+// Charts for the simulator: self-contained static SVG written as text, and an HTML report that
+// inlines it. No script, no fonts or styles from elsewhere, no dependencies: a report opens offline
+// in any browser and draws without running anything.
+
+/** One line of a line chart: a y value for each x of the chart. */
+export interface ChartLine {
+  /** The legend's name for it: `"offered"`, `"succeeded"`. */
+  readonly label: string;
+  /** Its y values, one per `x` of the chart (missing or non-finite values break the line). */
+  readonly y: readonly number[];
+  /** A CSS colour; by default one from the palette (offered, succeeded and failed have their own). */
+  readonly color?: string;
+}
+
+/** A stretch of x shaded behind the lines, such as a fault window. */
+export interface ChartBand {
+  /** Where it starts, in x units. */
+  readonly from: number;
+  /** Where it ends, in x units. */
+  readonly to: number;
+  /** A short label written at its top. */
+  readonly label?: string;
+}
+
+/** Lines over a shared x axis: requests per second over time, say. */
+export interface LineChart {
+  /** A line chart. */
+  readonly kind: 'line';
+  /** The chart's title. */
+  readonly title: string;
+  /** The x axis's label. */
+  readonly xLabel: string;
+  /** The y axis's label. */
+  readonly yLabel: string;
+  /** The x values, ascending. */
+  readonly x: readonly number[];
+  /** The lines, drawn in order (the last on top). */
+  readonly lines: readonly ChartLine[];
+  /** Stretches of x to shade. */
+  readonly bands?: readonly ChartBand[];
+  /** The top of the y axis; by default a round number above the highest value. */
+  readonly yMax?: number;
+}
+
+/** One bar of a bar chart. */
+export interface ChartBar {
+  /** The label under the bar. */
+  readonly label: string;
+  /** Its height. */
+  readonly value: number;
+  /** A CSS colour; by default one from the palette. */
+  readonly color?: string;
+}
+
+/** Bars side by side: calls per strategy, say. */
+export interface BarChart {
+  /** A bar chart. */
+  readonly kind: 'bar';
+  /** The chart's title. */
+  readonly title: string;
+  /** The y axis's label. */
+  readonly yLabel: string;
+  /** The bars, left to right. */
+  readonly bars: readonly ChartBar[];
+  /** The top of the y axis; by default a round number above the highest bar. */
+  readonly yMax?: number;
+}
+
+/** A chart: lines or bars. */
+export type Chart = LineChart | BarChart;
+
+/** Size of one chart. */
+export interface ChartSizeOptions {
+  /**
+   * Width of one chart, in CSS pixels. From 200 to 4000.
+   * @default 560
+   * @example
+   * ```ts
+   * renderChartSvg(chart, { width: 800 })
+   * ```
+   */
+  width?: number | undefined;
+  /**
+   * Height of one chart, in CSS pixels. From 150 to 4000.
+   * @default 320
+   * @example
+   * ```ts
+   * renderChartSvg(chart, { height: 400 })
+   * ```
+   */
+  height?: number | undefined;
+}
+
+/** How several charts are laid out in one picture. */
+export interface ChartGridOptions extends ChartSizeOptions {
+  /**
+   * Charts per row. An integer from 1 to 12.
+   * @default the number of charts, up to 3
+   * @example
+   * ```ts
+   * renderChartsSvg([naive, stormproof], { columns: 2 })
+   * ```
+   */
+  columns?: number | undefined;
+  /**
+   * Give every chart the same y axis (the highest of their tops), so that side-by-side charts
+   * compare at a glance. A chart with its own `yMax` keeps it.
+   * @default true
+   * @example
+   * ```ts
+   * renderChartsSvg(charts, { shareY: false })
+   * ```
+   */
+  shareY?: boolean | undefined;
+  /**
+   * A title over the whole picture.
+   * @default undefined
+   * @example
+   * ```ts
+   * renderChartsSvg(charts, { title: 'Storm lab: naive versus stormproof' })
+   * ```
+   */
+  title?: string | undefined;
+}
+
+/** A table of figures in a report. */
+export interface ReportTable {
+  /** Column headings. */
+  readonly head: readonly string[];
+  /** Rows of cells; numbers are printed with thousands separators. */
+  readonly rows: readonly (readonly (string | number | null)[])[];
+}
+
+/** One part of a report: a heading, some prose, a table, and charts side by side. */
+export interface ReportSection {
+  /** The section's heading. */
+  readonly heading: string;
+  /** Paragraphs of plain text (no markup). */
+  readonly text?: readonly string[];
+  /** A table of figures. */
+  readonly table?: ReportTable;
+  /** Charts drawn side by side, with a shared y axis unless `shareY` is false. */
+  readonly charts?: readonly Chart[];
+  /** Whether the charts share a y axis. Default true. */
+  readonly shareY?: boolean;
+}
+
+/** A report: a self-contained HTML page. */
+export interface Report {
+  /** The page's title and top heading. */
+  readonly title: string;
+  /** Paragraphs under the title. */
+  readonly intro?: readonly string[];
+  /** The sections. */
+  readonly sections: readonly ReportSection[];
+  /** A line at the bottom: how the report was made. */
+  readonly footer?: string;
+}
+
+/** Colours of the lines that the storm charts draw, by label. */
+const NAMED_COLORS: Readonly<Record<string, string>> = {
+  offered: '#2563eb',
+  succeeded: '#16a34a',
+  failed: '#dc2626',
+};
+/** The palette for everything else. */
+const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777'];
+/** Most points a line keeps; longer lines keep each stretch's lowest and highest value. */
+const MAX_POINTS = 1600;
+const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif"';
+
+const MARGIN = { left: 64, right: 18, top: 52, bottom: 50 };
+
+/** Escapes text for XML and HTML, in content and in attributes. */
+export function escapeXml(text: string): string {
+  return text
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
+}
+
+/** A coordinate with at most two decimals. */
+function c(n: number): string {
+  return String(Math.round(n * 100) / 100);
+}
+
+/** A tick label: 1500, 24k, 1.2M, 0.25. */
+export function formatTick(n: number): string {
+  const abs = Math.abs(n);
+  const short = (v: number) => String(Number(v.toPrecision(4)));
+  if (abs >= 1e6) return `${short(n / 1e6)}M`;
+  if (abs >= 1e4) return `${short(n / 1e3)}k`;
+  return short(n);
+}
+
+/** A round step that splits `range` into about `count` parts: 1, 2 or 5 times a power of ten. */
+function niceStep(range: number, count: number): number {
+  if (!(range > 0)) return 1;
+  const raw = range / count;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  const norm = raw / magnitude;
+  const factor = norm <= 1 ? 1 : norm <= 2 ? 2 : norm <= 5 ? 5 : 10;
+  return factor * magnitude;
+}
+
+/** The top of a y axis that shows `max`: a round number at or above it (1 for nothing). */
+function niceTop(max: number): number {
+  if (!(max > 0) || !Number.isFinite(max)) return 1;
+  const step = niceStep(max, 5);
+  return Math.ceil(max / step - 1e-9) * step;
+}
+
+/** The highest value a chart draws. */
+function dataMax(chart: Chart): number {
+  let max = 0;
+  if (chart.kind === 'bar') {
+    for (const bar of chart.bars)
+      if (Number.isFinite(bar.value) && bar.value > max) max = bar.value;
+  } else {
+    for (const line of chart.lines) {
+      for (const v of line.y) if (Number.isFinite(v) && v > max) max = v;
+    }
+  }
+  return max;
+}
+
+/** The top of a chart's y axis, as drawn. */
+export function chartTop(chart: Chart): number {
+  return chart.yMax !== undefined && chart.yMax > 0 ? chart.yMax : niceTop(dataMax(chart));
+}
+
+/**
+ * Indexes of the points to draw: all of them when there are few, else the first and last of the
+ * line plus, in each of `MAX_POINTS / 2` stretches, the lowest and the highest (in x order), so
+ * spikes survive.
+ */
+function decimate(y: readonly number[]): number[] {
+  const n = y.length;
+  if (n <= MAX_POINTS) return Array.from({ length: n }, (_, i) => i);
+  const keep: number[] = [];
+  const buckets = MAX_POINTS / 2;
+  for (let b = 0; b < buckets; b++) {
+    const start = Math.floor((b * n) / buckets);
+    const end = Math.floor(((b + 1) * n) / buckets);
+    let lo = start;
+    let hi = start;
+    for (let i = start; i < end; i++) {
+      const v = y[i]!;
+      if (v < y[lo]!) lo = i;
+      if (v > y[hi]!) hi = i;
+    }
+    if (lo === hi) keep.push(lo);
+    else keep.push(Math.min(lo, hi), Math.max(lo, hi));
+  }
+  if (keep[0] !== 0) keep.unshift(0);
+  if (keep.at(-1) !== n - 1) keep.push(n - 1);
+  return keep;
+}
+
+function colorOf(label: string, index: number, given: string | undefined): string {
+  return given ?? NAMED_COLORS[label] ?? PALETTE[index % PALETTE.length]!;
+}
+
+function checkSize(name: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 150 || value > 4000) {
+    throw new RangeError(
+      `stormproof: renderChartSvg ${name} must be a number from 150 to 4000, got ${String(value)}`,
+    );
+  }
+  return value;
+}
+
+/** The y axis, its grid and its label; returns the markup and the y scale. */
+function yAxis(
+  top: number,
+  width: number,
+  height: number,
+  label: string,
+): { markup: string; y: (v: number) => number } {
+  const plotTop = MARGIN.top;
+  const plotBottom = height - MARGIN.bottom;
+  const y = (v: number) =>
+    plotBottom - (Math.min(Math.max(v, 0), top) / top) * (plotBottom - plotTop);
+  const step = niceStep(top, 5);
+  const parts: string[] = [];
+  for (let v = 0; v <= top + step * 1e-9; v += step) {
+    const yy = c(y(v));
+    parts.push(
+      `<line x1="${MARGIN.left}" y1="${yy}" x2="${width - MARGIN.right}" y2="${yy}" stroke="#e5e7eb" stroke-width="1"/>`,
+      `<text x="${MARGIN.left - 6}" y="${yy}" text-anchor="end" dominant-baseline="middle" font-size="11" fill="#4b5563">${formatTick(v)}</text>`,
+    );
+  }
+  const mid = c((plotTop + plotBottom) / 2);
+  parts.push(
+    `<text x="14" y="${mid}" transform="rotate(-90 14 ${mid})" text-anchor="middle" font-size="12" fill="#374151">${escapeXml(label)}</text>`,
+  );
+  return { markup: parts.join(''), y };
+}
+
+function lineChartBody(chart: LineChart, width: number, height: number, top: number): string {
+  const xs = chart.x;
+  const plotLeft = MARGIN.left;
+  const plotRight = width - MARGIN.right;
+  const plotBottom = height - MARGIN.bottom;
+  const finiteX = xs.filter(Number.isFinite);
+  let xMin = finiteX.length > 0 ? Math.min(...finiteX) : 0;
+  let xMax = finiteX.length > 0 ? Math.max(...finiteX) : 1;
+  for (const band of chart.bands ?? []) {
+    xMin = Math.min(xMin, band.from);
+    xMax = Math.max(xMax, band.to);
+  }
+  if (xMax <= xMin) xMax = xMin + 1;
+  const x = (v: number) => plotLeft + ((v - xMin) / (xMax - xMin)) * (plotRight - plotLeft);
+  const axis = yAxis(top, width, height, chart.yLabel);
+  const parts: string[] = [];
+
+  for (const band of chart.bands ?? []) {
+    const x1 = x(Math.max(band.from, xMin));
+    const x2 = x(Math.min(band.to, xMax));
+    parts.push(
+      `<rect class="band" x="${c(x1)}" y="${MARGIN.top}" width="${c(Math.max(1, x2 - x1))}" height="${c(plotBottom - MARGIN.top)}" fill="#f59e0b" fill-opacity="0.18"/>`,
+    );
+    if (band.label !== undefined) {
+      parts.push(
+        `<text x="${c(x1 + 3)}" y="${MARGIN.top + 12}" font-size="11" fill="#92400e">${escapeXml(band.label)}</text>`,
+      );
+    }
+  }
+  parts.push(axis.markup);
+
+  // X ticks at round values.
+  const step = niceStep(xMax - xMin, Math.max(2, Math.floor((plotRight - plotLeft) / 90)));
+  for (let v = Math.ceil(xMin / step) * step; v <= xMax + step * 1e-9; v += step) {
+    const xx = c(x(v));
+    parts.push(
+      `<line x1="${xx}" y1="${plotBottom}" x2="${xx}" y2="${plotBottom + 4}" stroke="#6b7280"/>`,
+      `<text x="${xx}" y="${plotBottom + 16}" text-anchor="middle" font-size="11" fill="#4b5563">${formatTick(Math.abs(v) < step * 1e-9 ? 0 : v)}</text>`,
+    );
+  }
+  parts.push(
+    `<line x1="${plotLeft}" y1="${plotBottom}" x2="${plotRight}" y2="${plotBottom}" stroke="#6b7280"/>`,
+    `<text x="${c((plotLeft + plotRight) / 2)}" y="${height - 10}" text-anchor="middle" font-size="12" fill="#374151">${escapeXml(chart.xLabel)}</text>`,
+  );
+
+  chart.lines.forEach((line, i) => {
+    const color = colorOf(line.label, i, line.color);
+    const runs: string[][] = [[]];
+    const n = Math.min(xs.length, line.y.length);
+    for (const j of decimate(line.y.slice(0, n))) {
+      const xv = xs[j]!;
+      const yv = line.y[j]!;
+      if (!Number.isFinite(xv) || !Number.isFinite(yv)) {
+        if (runs.at(-1)!.length > 0) runs.push([]);
+        continue;
+      }
+      runs.at(-1)!.push(`${c(x(xv))},${c(axis.y(yv))}`);
+    }
+    for (const points of runs) {
+      if (points.length === 0) continue;
+      // A lone point still shows, as a dot.
+      if (points.length === 1) points.push(points[0]!);
+      parts.push(
+        `<polyline class="series" data-series="${escapeXml(line.label)}" fill="none" stroke="${escapeXml(color)}" stroke-width="2" stroke-linejoin="round" stroke-linecap="round" points="${points.join(' ')}"/>`,
+      );
+    }
+  });
+
+  // Legend, right-aligned under the title.
+  let lx = width - MARGIN.right;
+  const legend: string[] = [];
+  for (let i = chart.lines.length - 1; i >= 0; i--) {
+    const line = chart.lines[i]!;
+    const color = colorOf(line.label, i, line.color);
+    const textWidth = line.label.length * 6.5;
+    lx -= textWidth;
+    legend.push(
+      `<text x="${c(lx)}" y="38" font-size="11" fill="#374151">${escapeXml(line.label)}</text>`,
+    );
+    lx -= 22;
+    legend.push(
+      `<line x1="${c(lx)}" y1="34" x2="${c(lx + 16)}" y2="34" stroke="${escapeXml(color)}" stroke-width="3"/>`,
+    );
+    lx -= 12;
+  }
+  parts.push(`<g class="legend">${legend.join('')}</g>`);
+  return parts.join('');
+}
+
+function barChartBody(chart: BarChart, width: number, height: number, top: number): string {
+  const axis = yAxis(top, width, height, chart.yLabel);
+  const plotLeft = MARGIN.left;
+  const plotRight = width - MARGIN.right;
+  const plotBottom = height - MARGIN.bottom;
+  const parts = [axis.markup];
+  const n = Math.max(1, chart.bars.length);
+  const slot = (plotRight - plotLeft) / n;
+  const barWidth = Math.min(80, slot * 0.7);
+  chart.bars.forEach((bar, i) => {
+    const value = Number.isFinite(bar.value) ? Math.max(0, bar.value) : 0;
+    const cx = plotLeft + slot * (i + 0.5);
+    const yTop = axis.y(value);
+    const color = colorOf(bar.label, i, bar.color);
+    parts.push(
+      `<rect class="bar" data-bar="${escapeXml(bar.label)}" x="${c(cx - barWidth / 2)}" y="${c(yTop)}" width="${c(barWidth)}" height="${c(Math.max(1, plotBottom - yTop))}" fill="${escapeXml(color)}"/>`,
+      `<text x="${c(cx)}" y="${c(yTop - 5)}" text-anchor="middle" font-size="11" fill="#111827">${escapeXml(formatValue(bar.value))}</text>`,
+      `<text x="${c(cx)}" y="${plotBottom + 16}" text-anchor="middle" font-size="11" fill="#374151">${escapeXml(bar.label)}</text>`,
+    );
+  });
+  parts.push(
+    `<line x1="${plotLeft}" y1="${plotBottom}" x2="${plotRight}" y2="${plotBottom}" stroke="#6b7280"/>`,
+  );
+  return parts.join('');
+}
+
+/** A figure for a label: thousands separated, at most two decimals. */
+export function formatValue(n: number | null): string {
+  if (n === null) return '-';
+  if (!Number.isFinite(n)) return String(n);
+  const rounded = Math.round(n * 100) / 100;
+  const [whole, fraction] = String(Math.abs(rounded)).split('.');
+  const grouped = whole!.replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  return `${rounded < 0 ? '-' : ''}${grouped}${fraction === undefined ? '' : `.${fraction}`}`;
+}
+
+/** One chart's inner markup, placed at (0, 0), with `top` as its y axis's top. */
+function chartBody(chart: Chart, width: number, height: number, top: number): string {
+  const body =
+    chart.kind === 'bar'
+      ? barChartBody(chart, width, height, top)
+      : lineChartBody(chart, width, height, top);
+  return [
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="${MARGIN.left}" y="20" font-size="14" font-weight="600" fill="#111827">${escapeXml(chart.title)}</text>`,
+    body,
+  ].join('');
+}
+
+function checkChart(chart: unknown): Chart {
+  const k = (chart as { kind?: unknown } | null)?.kind;
+  if (k !== 'line' && k !== 'bar') {
+    throw new TypeError(`stormproof: a chart must have kind 'line' or 'bar', got ${String(k)}`);
+  }
+  return chart as Chart;
+}
+
+/**
+ * One chart as a standalone SVG document: static markup, no script, no external fonts or styles.
+ * Every line is a `<polyline class="series" data-series="label">`, every bar a
+ * `<rect class="bar" data-bar="label">` and every shaded stretch a `<rect class="band">`.
+ *
+ * @example
+ * ```ts
+ * const svg = renderChartSvg({
+ *   kind: 'line', title: 'naive', xLabel: 'seconds', yLabel: 'requests/s',
+ *   x: [0, 1, 2], lines: [{ label: 'offered', y: [4000, 24000, 24000] }],
+ *   bands: [{ from: 0, to: 1, label: 'fault' }],
+ * });
+ * ```
+ */
+export function renderChartSvg(chart: Chart, options?: ChartSizeOptions): string {
+  const width = checkSize('width', options?.width, 560);
+  const height = checkSize('height', options?.height, 320);
+  const ch = checkChart(chart);
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" ${FONT}>`,
+    `<title>${escapeXml(ch.title)}</title>`,
+    `<g class="chart">${chartBody(ch, width, height, chartTop(ch))}</g>`,
+    '</svg>',
+  ].join('');
+}
+
+/**
+ * Several charts in one SVG document, in a grid (side by side by default), each in its own
+ * `<g class="chart">`, with a shared y axis unless `shareY` is false.
+ *
+ * @example
+ * ```ts
+ * const svg = renderChartsSvg([naiveChart, stormproofChart], { title: 'Storm lab' });
+ * ```
+ */
+export function renderChartsSvg(charts: readonly Chart[], options?: ChartGridOptions): string {
+  const width = checkSize('width', options?.width, 560);
+  const height = checkSize('height', options?.height, 320);
+  const list = charts.map(checkChart);
+  const columnsOption = options?.columns;
+  if (
+    columnsOption !== undefined &&
+    (!Number.isInteger(columnsOption) || columnsOption < 1 || columnsOption > 12)
+  ) {
+    throw new RangeError(
+      `stormproof: renderChartsSvg columns must be an integer from 1 to 12, got ${String(columnsOption)}`,
+    );
+  }
+  const columns = columnsOption ?? Math.max(1, Math.min(3, list.length));
+  const rows = Math.max(1, Math.ceil(list.length / columns));
+  const titleHeight = options?.title === undefined ? 0 : 36;
+  const totalWidth = width * Math.min(columns, Math.max(1, list.length));
+  const totalHeight = titleHeight + rows * height;
+  const tops = sharedTops(list, options?.shareY ?? true);
+  const parts = [
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${totalWidth} ${totalHeight}" width="${totalWidth}" height="${totalHeight}" role="img" ${FONT}>`,
+    `<title>${escapeXml(options?.title ?? list.map((ch) => ch.title).join(' | '))}</title>`,
+    `<rect width="${totalWidth}" height="${totalHeight}" fill="#ffffff"/>`,
+  ];
+  if (options?.title !== undefined) {
+    parts.push(
+      `<text x="16" y="24" font-size="17" font-weight="700" fill="#111827">${escapeXml(options.title)}</text>`,
+    );
+  }
+  list.forEach((chart, i) => {
+    const x = (i % columns) * width;
+    const y = titleHeight + Math.floor(i / columns) * height;
+    parts.push(
+      `<g class="chart" transform="translate(${x} ${y})">${chartBody(chart, width, height, tops[i]!)}</g>`,
+    );
+  });
+  parts.push('</svg>');
+  return parts.join('');
+}
+
+/** Each chart's y axis top: its own, or the highest of all when shared (an explicit yMax wins). */
+function sharedTops(charts: readonly Chart[], share: boolean): number[] {
+  const own = charts.map(chartTop);
+  if (!share) return own;
+  const max = niceTop(Math.max(0, ...charts.map(dataMax)));
+  return charts.map((chart, i) => (chart.yMax !== undefined && chart.yMax > 0 ? own[i]! : max));
+}
+
+const STYLE = `
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #111827; margin: 2rem auto; max-width: 1240px; padding: 0 1rem; line-height: 1.45; }
+h1 { font-size: 1.6rem; margin-bottom: 0.3rem; }
+h2 { font-size: 1.2rem; margin-top: 2.2rem; border-bottom: 1px solid #e5e7eb; padding-bottom: 0.2rem; }
+p { max-width: 80ch; }
+table { border-collapse: collapse; margin: 1rem 0; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #d1d5db; padding: 0.3rem 0.7rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f3f4f6; }
+.charts { display: flex; flex-wrap: wrap; gap: 12px; }
+.charts svg { border: 1px solid #e5e7eb; max-width: 100%; height: auto; }
+footer { margin-top: 2.5rem; color: #6b7280; font-size: 0.85rem; }
+`;
+
+function cell(value: string | number | null): string {
+  return escapeXml(typeof value === 'number' || value === null ? formatValue(value) : value);
+}
+
+/**
+ * A report as one self-contained HTML page: inline CSS, inline SVG charts, no script and nothing
+ * loaded from elsewhere, so it opens offline. Each section's charts sit side by side with a
+ * shared y axis.
+ *
+ * @example
+ * ```ts
+ * const html = renderReportHtml({
+ *   title: 'Storm lab',
+ *   sections: [{ heading: 'naive versus stormproof', table: { head: ['', 'naive'], rows: [['peak', 24000]] }, charts }],
+ * });
+ * ```
+ */
+export function renderReportHtml(report: Report): string {
+  const parts = [
+    '<!doctype html>',
+    '<html lang="en">',
+    '<head>',
+    '<meta charset="utf-8">',
+    '<meta name="viewport" content="width=device-width, initial-scale=1">',
+    `<title>${escapeXml(report.title)}</title>`,
+    `<style>${STYLE}</style>`,
+    '</head>',
+    '<body>',
+    `<h1>${escapeXml(report.title)}</h1>`,
+  ];
+  for (const p of report.intro ?? []) parts.push(`<p>${escapeXml(p)}</p>`);
+  for (const section of report.sections) {
+    parts.push('<section>', `<h2>${escapeXml(section.heading)}</h2>`);
+    for (const p of section.text ?? []) parts.push(`<p>${escapeXml(p)}</p>`);
+    if (section.table !== undefined) {
+      parts.push(
+        '<table>',
+        `<thead><tr>${section.table.head.map((h) => `<th>${escapeXml(h)}</th>`).join('')}</tr></thead>`,
+        '<tbody>',
+        ...section.table.rows.map(
+          (row) => `<tr>${row.map((v) => `<td>${cell(v)}</td>`).join('')}</tr>`,
+        ),
+        '</tbody>',
+        '</table>',
+      );
+    }
+    const charts = section.charts ?? [];
+    if (charts.length > 0) {
+      const tops = sharedTops(charts.map(checkChart), section.shareY ?? true);
+      parts.push('<div class="charts">');
+      charts.forEach((chart, i) => {
+        parts.push(
+          [
+            `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 560 320" width="560" height="320" role="img" ${FONT}>`,
+            `<title>${escapeXml(chart.title)}</title>`,
+            `<g class="chart">${chartBody(chart, 560, 320, tops[i]!)}</g>`,
+            '</svg>',
+          ].join(''),
+        );
+      });
+      parts.push('</div>');
+    }
+    parts.push('</section>');
+  }
+  if (report.footer !== undefined) parts.push(`<footer>${escapeXml(report.footer)}</footer>`);
+  parts.push('</body>', '</html>', '');
+  return parts.join('\n');
+}
+
+/**
+ * A report as one SVG picture: the title, then each section's heading and charts (side by side,
+ * up to 3 a row, with a shared y axis unless the section says otherwise). Prose and tables are
+ * left out; use {@link renderReportHtml} for those.
+ *
+ * @example
+ * ```ts
+ * const svg = renderReportSvg({ title: 'Storm lab', sections: [{ heading: 'naive versus stormproof', charts }] });
+ * ```
+ */
+export function renderReportSvg(report: Report, options?: ChartSizeOptions): string {
+  const width = checkSize('width', options?.width, 560);
+  const height = checkSize('height', options?.height, 320);
+  const sections = report.sections.filter((s) => (s.charts ?? []).length > 0);
+  const columns = Math.max(1, ...sections.map((s) => Math.min(3, s.charts!.length)));
+  const totalWidth = columns * width;
+  const parts: string[] = [];
+  let y = 44;
+  for (const section of sections) {
+    const charts = section.charts!.map(checkChart);
+    const perRow = Math.min(3, charts.length);
+    const tops = sharedTops(charts, section.shareY ?? true);
+    parts.push(
+      `<text class="section" x="16" y="${y + 22}" font-size="15" font-weight="600" fill="#111827">${escapeXml(section.heading)}</text>`,
+    );
+    y += 34;
+    charts.forEach((chart, i) => {
+      const x = (i % perRow) * width;
+      const cy = y + Math.floor(i / perRow) * height;
+      parts.push(
+        `<g class="chart" transform="translate(${x} ${cy})">${chartBody(chart, width, height, tops[i]!)}</g>`,
+      );
+    });
+    y += Math.ceil(charts.length / perRow) * height + 8;
+  }
+  const totalHeight = Math.max(y, 60);
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${totalWidth} ${totalHeight}" width="${totalWidth}" height="${totalHeight}" role="img" ${FONT}>`,
+    `<title>${escapeXml(report.title)}</title>`,
+    `<rect width="${totalWidth}" height="${totalHeight}" fill="#ffffff"/>`,
+    `<text x="16" y="30" font-size="19" font-weight="700" fill="#111827">${escapeXml(report.title)}</text>`,
+    ...parts,
+    '</svg>',
+    '',
+  ].join('');
+}

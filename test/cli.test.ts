@@ -1,0 +1,498 @@
+// The `stormproof` program as users run it: `node dist/cli/main.js` (dist is built by the suite's
+// global setup). Every scenario's --json with the founding document's figures, the storm lab and
+// its report, the stack checker, usage errors (exit 2, naming the option), the progress bar and
+// Ctrl-C (exit 130, no stack trace).
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ProgressBar, renderBar } from '../src/cli/progress.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const MAIN = join(root, 'dist/cli/main.js');
+const dir = mkdtempSync(join(tmpdir(), 'stormproof-cli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Ran {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the program; `onStderr` may act on the running child (to interrupt it). */
+function cli(
+  args: readonly string[],
+  onStderr?: (text: string, child: ReturnType<typeof spawn>) => void,
+): Promise<Ran> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => {
+      stderr += d;
+      onStderr?.(stderr, child);
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+async function json(args: readonly string[]): Promise<unknown> {
+  const r = await cli([...args, '--json']);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  return JSON.parse(r.stdout);
+}
+
+/** A small storm, so the storm tests take a fraction of a second. */
+const SMALL_STORM = ['--rps', '500', '--duration', '30', '--fault-at', '5', '--fault-seconds', '5'];
+
+describe.concurrent('stormproof sim <scenario> --json', () => {
+  it("herd: the founding document's figures, without and with jitter", async () => {
+    expect(await json(['sim', 'herd', '--jitter', 'none'])).toEqual({
+      calls: 81000,
+      busiestSlot: 1975,
+      doneAfterSeconds: 376.21,
+    });
+    expect(await json(['sim', 'herd', '--jitter', 'full'])).toEqual({
+      calls: 6487,
+      busiestSlot: 205,
+      doneAfterSeconds: 3.45,
+    });
+    expect(
+      await json([
+        'sim',
+        'herd',
+        '--clients',
+        '2000',
+        '--per-slot',
+        '25',
+        '--slot-ms',
+        '10',
+        '--base-ms',
+        '200',
+        '--cap-ms',
+        '5000',
+        '--seed',
+        '7',
+      ]),
+    ).toEqual({ calls: 6487, busiestSlot: 205, doneAfterSeconds: 3.45 });
+  });
+
+  it('budget: 4000 calls without a budget, 1109 with one', async () => {
+    expect(await json(['sim', 'budget', '--requests', '1000'])).toEqual({
+      withoutBudget: { calls: 4000 },
+      withBudget: { calls: 1109 },
+    });
+  });
+
+  it("brooker: each strategy's calls and time at 100 clients", async () => {
+    expect(await json(['sim', 'brooker', '--clients', '100', '--runs', '100'])).toEqual({
+      exponential: { calls: 1846.09, timeMs: 62615.36 },
+      full: { calls: 795.87, timeMs: 4823.67 },
+      equal: { calls: 812.86, timeMs: 6597.36 },
+      decorrelated: { calls: 1002.22, timeMs: 4580.76 },
+      none: { calls: 2418.13, timeMs: 2023.71 },
+    });
+  });
+
+  it('layers: 64 calls for 3 x 4, 243 for 5 x 3, 4 when only the top retries', async () => {
+    expect(await json(['sim', 'layers', '--layers', '3', '--attempts', '4'])).toMatchObject({
+      bottomCalls: 64,
+    });
+    expect(await json(['sim', 'layers', '--layers', '5', '--attempts', '3'])).toMatchObject({
+      bottomCalls: 243,
+    });
+    expect(await json(['sim', 'layers', '--retry-at', 'top'])).toEqual({
+      bottomCalls: 4,
+      callsPerLevel: [1, 4, 4, 4],
+    });
+  });
+
+  it('timers: a spike of every device against a gentle hump', async () => {
+    expect(await json(['sim', 'timers'])).toEqual({
+      aligned: { peakRps: 100_000 },
+      offset: { peakRps: 123 },
+    });
+  });
+
+  it('storm: the figures of one setup', async () => {
+    for (const policy of ['naive', 'stormproof']) {
+      const r = (await json(['sim', 'storm', '--policy', policy, ...SMALL_STORM])) as Record<
+        string,
+        unknown
+      >;
+      expect(r).toMatchObject({ policy, manualRecovery: false });
+      expect(r.normalRps).toBeGreaterThan(400);
+      expect(r.peakRps).toBeGreaterThanOrEqual(r.normalRps as number);
+      expect(r).toHaveProperty('recoveredAfterFaultSeconds');
+      const recovered = r.recoveredAfterFaultSeconds;
+      expect(recovered === null || typeof recovered === 'number').toBe(true);
+    }
+    const manual = (await json([
+      'sim',
+      'storm',
+      '--manual-recovery',
+      '--seed',
+      '3',
+      ...SMALL_STORM,
+    ])) as Record<string, unknown>;
+    expect(manual).toMatchObject({ policy: 'naive', manualRecovery: true });
+  });
+});
+
+describe.concurrent('text output and charts', () => {
+  it('prints a short table for people', async () => {
+    const r = await cli(['sim', 'budget']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/without a budget\s+4,000\s+3,000/);
+    expect(r.stdout).toMatch(/with RetryBudget\(\)\s+1,109\s+109/);
+    const b = await cli(['sim', 'brooker', '--runs', '3']);
+    expect(b.stdout).toMatch(/strategy\s+calls\s+time \(ms\)/);
+    expect(
+      b.stdout
+        .split('\n')
+        .filter((l) => /^\s+(exponential|full|equal|decorrelated|none)\s/.test(l)),
+    ).toHaveLength(5);
+  });
+
+  it('--plot writes a self-contained HTML page or an SVG picture for every scenario', async () => {
+    const scenarios: Array<[string, string[], number]> = [
+      ['herd', [], 2],
+      ['budget', [], 2],
+      ['brooker', ['--runs', '2'], 7],
+      ['layers', [], 3],
+      ['storm', SMALL_STORM, 2],
+      ['timers', [], 2],
+    ];
+    const runs = scenarios.flatMap(([name, args, charts]) =>
+      ['html', 'svg'].map((ext) => ({
+        name,
+        args,
+        charts,
+        ext,
+        file: join(dir, `plots/${name}.${ext}`),
+      })),
+    );
+    const results = await Promise.all(
+      runs.map((run) => cli(['sim', run.name, ...run.args, '--json', '--plot', run.file])),
+    );
+    for (const [i, { name, charts, ext, file }] of runs.entries()) {
+      {
+        const r = results[i]!;
+        expect(r.code, `${name} ${r.stderr}`).toBe(0);
+        expect(() => JSON.parse(r.stdout)).not.toThrow();
+        expect(r.stderr).toBe(`chart written to ${file}\n`);
+        const text = readFileSync(file, 'utf8');
+        expect(text).not.toMatch(/<script|NaN/);
+        expect(text.match(/class="chart"/g), `${name}.${ext}`).toHaveLength(charts);
+        if (ext === 'html') expect(text.match(/<svg /g)).toHaveLength(charts);
+      }
+    }
+  });
+
+  it('the storm chart draws naive and stormproof side by side, fault shaded', async () => {
+    const file = join(dir, 'storm.svg');
+    const r = await cli(['sim', 'storm', '--policy', 'stormproof', ...SMALL_STORM, '--plot', file]);
+    expect(r.code).toBe(0);
+    const svg = readFileSync(file, 'utf8');
+    expect(svg.indexOf('naive: ')).toBeLessThan(svg.indexOf('stormproof: '));
+    expect(svg).toMatch(/naive: [\d,]+\/s after the failover, recovered /);
+    expect(svg.match(/class="band"/g)).toHaveLength(2);
+    for (const s of ['offered', 'succeeded', 'failed']) expect(svg).toContain(`data-series="${s}"`);
+  });
+});
+
+describe.concurrent('stormproof lab', () => {
+  it('compares naive and stormproof, writes the report and says where', async () => {
+    const out = join(dir, 'lab/storm-lab.html');
+    const r = await cli(['lab', ...SMALL_STORM, '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/naive\s+stormproof/);
+    expect(r.stdout).toMatch(/normal load \(requests\/s\)\s+[\d,]+\s+[\d,]+/);
+    expect(r.stdout).toMatch(/peak load after the database was back\s+[\d,]+\s+[\d,]+/);
+    expect(r.stdout).toMatch(/recovered after the database/);
+    expect(r.stdout).toContain(`Report with the charts: ${out}`);
+    const html = readFileSync(out, 'utf8');
+    expect(html.match(/<svg /g)).toHaveLength(2);
+    expect(html).toContain('The storm lab');
+    expect(existsSync(`${out}.${r.code}.tmp`)).toBe(false);
+  });
+
+  it('--json gives both setups and the report path; --manual-recovery adds a third', async () => {
+    const out = join(dir, 'lab/lab.svg');
+    const r = (await json(['lab', ...SMALL_STORM, '--manual-recovery', '--out', out])) as Record<
+      string,
+      Record<string, unknown>
+    >;
+    expect(Object.keys(r)).toEqual(['naive', 'naiveManualRecovery', 'stormproof', 'report']);
+    for (const key of ['naive', 'naiveManualRecovery', 'stormproof']) {
+      expect(Object.keys(r[key]!)).toEqual(
+        expect.arrayContaining(['normalRps', 'peakRps', 'recoveredAfterFaultSeconds']),
+      );
+    }
+    expect(r.report).toBe(out);
+    expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(3);
+  });
+});
+
+describe.concurrent('stormproof check', () => {
+  it("the example stack: the founding document's 64 calls", async () => {
+    const r = (await json(['check', 'examples/stack.json'])) as Record<string, unknown>;
+    expect(r.worstCaseBottomCalls).toBe(64);
+    expect(r.worstCaseLatencyMs).toBe(32_000);
+    expect(r.warnings).toHaveLength(7);
+    const text = await cli(['check', 'examples/stack.json']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(
+      'Worst case per user request: 64 calls at the bottom, latency 32,000 ms.',
+    );
+    expect(text.stdout).toContain('Warnings (7):');
+  });
+
+  it('--strict fails on warnings; a clean stack passes', async () => {
+    expect((await cli(['check', 'examples/stack.json', '--strict'])).code).toBe(1);
+    const clean = join(dir, 'clean.json');
+    writeFileSync(
+      clean,
+      JSON.stringify({
+        layers: [
+          {
+            name: 'client library',
+            attempts: 4,
+            baseDelayMs: 200,
+            maxDelayMs: 5000,
+            jitter: 'full',
+            timeoutMs: 1000,
+            deadlineMs: 3000,
+            budget: true,
+          },
+          { name: 'API gateway', attempts: 1, timeoutMs: 1000 },
+        ],
+      }),
+    );
+    const r = await cli(['check', clean, '--strict']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('No warnings.');
+  });
+
+  it('names the file and the field at fault, with exit code 2', async () => {
+    const missing = await cli(['check', 'no/such/stack.json']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toBe('stormproof check: cannot read no/such/stack.json: no such file\n');
+
+    const broken = join(dir, 'broken.json');
+    writeFileSync(broken, '{ "layers": [ ');
+    const bad = await cli(['check', broken]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(new RegExp(`^stormproof check: ${broken} is not valid JSON: `));
+
+    const wrong = join(dir, 'wrong.json');
+    writeFileSync(wrong, JSON.stringify({ layers: [{ name: 'gateway', attempts: 'three' }] }));
+    const field = await cli(['check', wrong]);
+    expect(field.code).toBe(2);
+    expect(field.stderr).toBe(
+      `stormproof check: ${wrong}: stack layers[0].attempts must be an integer, got "three"\n`,
+    );
+
+    const none = await cli(['check']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe('stormproof check: missing stack file (JSON)\n');
+  });
+});
+
+describe.concurrent('usage errors: one line naming the option, exit code 2', () => {
+  it.each([
+    [
+      ['sim', 'herd', '--clinets', '5'],
+      'stormproof sim herd: unknown option --clinets (did you mean --clients?); see stormproof sim herd --help',
+    ],
+    [
+      ['sim', 'herd', '--clients', 'many'],
+      'stormproof sim herd: --clients must be an integer from 0 to 2147483647, got "many"',
+    ],
+    [
+      ['sim', 'herd', '--jitter', 'lots'],
+      'stormproof sim herd: --jitter must be one of none, full, equal, decorrelated, band, got "lots"',
+    ],
+    [['sim', 'herd', '--json=yes'], 'stormproof sim herd: option --json takes no value'],
+    [['sim', 'herd', '--seed'], 'stormproof sim herd: option --seed needs a value'],
+    [
+      ['sim', 'herd', 'now'],
+      'stormproof sim herd: unexpected argument "now" (options start with --)',
+    ],
+    [
+      ['sim', 'budget', '--requests', '1.5'],
+      'stormproof sim budget: --requests must be an integer from 0 to 1000000, got "1.5"',
+    ],
+    [
+      ['sim', 'brooker', '--runs', '0'],
+      'stormproof sim brooker: --runs must be an integer from 1 to 1000000, got "0"',
+    ],
+    [
+      ['sim', 'layers', '--retry-at', 'middle'],
+      'stormproof sim layers: --retry-at must be one of all, top, bottom, got "middle"',
+    ],
+    [
+      ['sim', 'storm', '--policy', 'hope'],
+      'stormproof sim storm: --policy must be one of naive, stormproof, got "hope"',
+    ],
+    [
+      ['sim', 'timers', '--plot', 'chart.png'],
+      'stormproof sim timers: --plot must be a file name ending in .html or .htm or .svg, got "chart.png"',
+    ],
+    [
+      ['lab', '--out', 'report.pdf'],
+      'stormproof lab: --out must be a file name ending in .html or .htm or .svg, got "report.pdf"',
+    ],
+    [
+      ['sim', 'hurd'],
+      'stormproof sim: unknown scenario "hurd"; expected one of herd, budget, brooker, layers, storm, timers',
+    ],
+    [
+      ['sim'],
+      'stormproof sim: which scenario? One of herd, budget, brooker, layers, storm, timers',
+    ],
+    [
+      ['simulate'],
+      'stormproof: unknown command "simulate"; expected lab, sim or check (see stormproof --help)',
+    ],
+  ])('%j', async (args, message) => {
+    const r = await cli(args);
+    expect(r.stderr).toBe(`${message}\n`);
+    expect(r.stdout).toBe('');
+    expect(r.code).toBe(2);
+  });
+
+  it('a value the model refuses is a usage error too', async () => {
+    const r = await cli(['sim', 'storm', '--duration', '5', '--fault-at', '10']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^stormproof: runStorm faultAtSeconds must be .*got 10\n$/);
+    const layers = await cli(['sim', 'layers', '--layers', '20', '--attempts', '100']);
+    expect(layers.code).toBe(2);
+    expect(layers.stderr).toMatch(/runLayers 20 layers of 100 attempts would make/);
+  });
+
+  it('no command prints the help on stderr', async () => {
+    const r = await cli([]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('Usage:');
+  });
+});
+
+describe.concurrent('help, version, progress and Ctrl-C', () => {
+  it('--help lists the commands, the scenarios and their options', async () => {
+    const main = await cli(['--help']);
+    expect(main.code).toBe(0);
+    for (const s of [
+      'lab',
+      'sim <scenario>',
+      'check <stack.json>',
+      'herd',
+      'budget',
+      'brooker',
+      'layers',
+      'storm',
+      'timers',
+    ]) {
+      expect(main.stdout).toContain(s);
+    }
+    const herd = await cli(['sim', 'herd', '--help']);
+    expect(herd.code).toBe(0);
+    expect(herd.stdout).toMatch(/--per-slot N\s+calls the service answers per slot \(default 25\)/);
+    expect(herd.stdout).toContain('--jitter none|full|equal|decorrelated|band');
+    for (const args of [
+      ['lab', '--help'],
+      ['check', '--help'],
+      ['sim', '--help'],
+      ['sim', 'storm', '--help'],
+    ]) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(0);
+      expect(r.stdout).toContain('Usage: stormproof');
+    }
+  });
+
+  it('--version prints the package version', async () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+    expect((await cli(['--version'])).stdout).toBe(`${pkg.version}\n`);
+  });
+
+  it('draws no progress bar when stderr is not a terminal, and one when asked', async () => {
+    const quiet = await cli(['sim', 'brooker', '--runs', '5', '--json']);
+    expect(quiet.stderr).toBe('');
+    const shown = await cli(['sim', 'brooker', '--runs', '5', '--json', '--progress', 'always']);
+    expect(shown.code).toBe(0);
+    expect(shown.stderr.startsWith(`\rstormproof sim brooker [${'-'.repeat(40)}]   0%\x1b[K`)).toBe(
+      true,
+    );
+    expect(shown.stderr).toContain('100%');
+    // Wiped before the program ends.
+    expect(shown.stderr.endsWith('\r\x1b[K')).toBe(true);
+    expect(JSON.parse(shown.stdout)).toHaveProperty('full');
+  });
+
+  it('Ctrl-C stops a long run at once: exit 130, one line, no stack trace', async () => {
+    let sent = false;
+    const r = await cli(
+      ['sim', 'brooker', '--runs', '1000000', '--progress', 'always'],
+      (_, child) => {
+        if (!sent) {
+          sent = true;
+          child.kill('SIGINT');
+        }
+      },
+    );
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(130);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.endsWith('\r\x1b[Kstormproof: interrupted\n')).toBe(true);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('the progress bar', () => {
+  const stream = (isTTY: boolean, columns?: number) => {
+    const written: string[] = [];
+    return { isTTY, columns, written, write: (text: string) => written.push(text) };
+  };
+
+  it('draws on a terminal only, unless asked', () => {
+    const pipe = stream(false);
+    const bar = new ProgressBar(pipe, 'x');
+    bar.update(0.5);
+    bar.clear();
+    expect(pipe.written).toEqual([]);
+    const forced = stream(false);
+    new ProgressBar(forced, 'x', 'always').update(0.5);
+    expect(forced.written).toHaveLength(1);
+    const never = stream(true);
+    new ProgressBar(never, 'x', 'never').update(0.5);
+    expect(never.written).toEqual([]);
+  });
+
+  it('redraws only when the whole percent changes, and wipes its line', () => {
+    const tty = stream(true, 60);
+    const bar = new ProgressBar(tty, 'storm lab');
+    for (let i = 0; i <= 1000; i++) bar.update(i / 1000);
+    expect(tty.written).toHaveLength(101);
+    expect(tty.written.at(-1)).toBe(`\r${renderBar('storm lab', 1, 60)}\x1b[K`);
+    bar.clear();
+    expect(tty.written.at(-1)).toBe('\r\x1b[K');
+  });
+
+  it('fits the terminal', () => {
+    expect(renderBar('lab', 0.5, 80)).toBe(`lab [${'#'.repeat(20)}${'-'.repeat(20)}]  50%`);
+    expect(renderBar('lab', 0.25, 30)).toBe('lab [#####-------------]  25%');
+    expect(renderBar('a long label', 1, 0)).toBe(`a long label [${'#'.repeat(10)}] 100%`);
+  });
+});
