@@ -101,6 +101,17 @@ export interface HerdOptions {
    * ```
    */
   onProgress?: ((doneClients: number, totalClients: number) => void) | undefined;
+  /**
+   * Called once for every slot that had calls, in time order, with the slot's start in ms and how
+   * many of its calls were served and failed: the herd's timeline, for a chart.
+   * @default undefined
+   * @example
+   * ```ts
+   * const failedPerSlot: number[] = [];
+   * runHerd({ onSlot: (ms, served, failed) => { failedPerSlot[ms / 10] = failed; } })
+   * ```
+   */
+  onSlot?: ((slotStartMs: number, served: number, failed: number) => void) | undefined;
 }
 
 /** What {@link runHerd} reports: the three figures the document's model prints. */
@@ -126,6 +137,7 @@ const KNOWN_KEYS = [
   'seed',
   'jitter',
   'onProgress',
+  'onSlot',
 ] as const;
 const JITTER_KINDS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
 
@@ -347,11 +359,9 @@ function checkJitter(value: unknown): HerdJitter {
   );
 }
 
-function checkProgress(value: unknown): ((done: number, total: number) => void) | undefined {
-  if (value === undefined || typeof value === 'function') {
-    return value as ((done: number, total: number) => void) | undefined;
-  }
-  throw new TypeError(`stormproof: ${OWNER} onProgress must be a function, got ${show(value)}`);
+function checkCallback<F>(name: string, value: unknown): F | undefined {
+  if (value === undefined || typeof value === 'function') return value as F | undefined;
+  throw new TypeError(`stormproof: ${OWNER} ${name} must be a function, got ${show(value)}`);
 }
 
 /**
@@ -391,7 +401,8 @@ export function runHerd(options?: HerdOptions): HerdResult {
   const capMs = checkNumber(OWNER, 'capMs', o.capMs ?? 5000, { min: 0 });
   const seed = checkSeed(o.seed ?? 7);
   const jitter = checkJitter(o.jitter ?? 'full');
-  const onProgress = checkProgress(o.onProgress);
+  const onProgress = checkCallback<HerdOptions['onProgress']>('onProgress', o.onProgress);
+  const onSlot = checkCallback<HerdOptions['onSlot']>('onSlot', o.onSlot);
 
   const base = baseMs / 1000;
   const cap = capMs / 1000;
@@ -433,6 +444,7 @@ export function runHerd(options?: HerdOptions): HerdResult {
     const ms = slot * slotMs;
     calls += count;
     if (ms > 0 && count > busiest) busiest = count;
+    onSlot?.(ms, Math.min(count, perSlot), Math.max(0, count - perSlot));
     const seconds = ms / 1000;
     for (let i = perSlot; i < count; i++) {
       const call = now[i]!;
