@@ -1,6 +1,7 @@
 // One measuring process: prints a JSON object of nanoseconds per call (medians over interleaved
 // rounds) and bytes per in-flight call. `run.mjs` starts three of these and reports the spread.
 import { successPath, Unavailable, zeroDelay } from './candidates.mjs';
+import { measureFetch } from './fetch.mjs';
 
 const smoke = process.argv.includes('--smoke');
 const ROUNDS = smoke ? 2 : 21;
@@ -107,4 +108,8 @@ const failTwice = () => {
 };
 const retryPath = await interleaved(zeroDelay(), failTwice);
 const heap = await heapPerCall(successPath());
-console.log(JSON.stringify({ success, retryPath, heap }));
+const fetchRates = await measureFetch(smoke ? { rounds: 1, ms: 200 } : {});
+const fetch = Object.fromEntries(
+  Object.entries(fetchRates).map(([name, rates]) => [name, median(rates)]),
+);
+console.log(JSON.stringify({ success, retryPath, heap, fetch }));

@@ -46,6 +46,7 @@ function summarize(section) {
 const success = summarize('success');
 const retryPath = summarize('retryPath');
 const heap = summarize('heap');
+const fetchRates = summarize('fetch');
 
 const ns = (x) =>
   x >= 1e6
@@ -114,6 +115,19 @@ for (const [what, value, limit, unit] of targets) {
     `| ${what} | ${value.toFixed(unit === 'x' ? 2 : 0)}${unit} | ${value <= limit ? 'yes' : `no, by ${(value - limit).toFixed(unit === 'x' ? 2 : 0)}${unit}`} |`,
   );
 }
+const fetchShare = fetchRates['stormproof/fetch'].median / fetchRates['bare fetch'].median;
+targetLines.push(
+  `| stormproof/fetch at least 97% of bare fetch's requests a second | ${(fetchShare * 100).toFixed(1)}% | ${fetchShare >= 0.97 ? 'yes' : `no, by ${((0.97 - fetchShare) * 100).toFixed(1)} points`} |`,
+);
+const fetchLines = [
+  '| contender | requests a second | share of bare fetch | spread over processes |',
+  '|---|---|---|---|',
+];
+for (const [name, s] of Object.entries(fetchRates)) {
+  fetchLines.push(
+    `| ${name} | ${s.median.toFixed(0)} | ${((s.median / fetchRates['bare fetch'].median) * 100).toFixed(1)}% | ${s.min.toFixed(0)} to ${s.max.toFixed(0)} |`,
+  );
+}
 targetLines.push(
   `| fastest library on the success path | ${fastest} | ${fastest.startsWith('stormproof') ? 'yes' : 'no'} |`,
 );
@@ -146,6 +160,12 @@ ${table(retryPath, 'hand-written loop', ns, 'contender')}
 ## Heap retained per in-flight call (10,000 calls waiting at once)
 
 ${heapLines.join('\n')}
+
+## stormproof/fetch against bare fetch (loopback server in its own process, 32 requests in flight)
+
+Interleaved rounds of 1.5 s each; the server answers a small JSON body with keep-alive.
+
+${fetchLines.join('\n')}
 
 ${herd}
 ${python.markdown}`;
