@@ -1,6 +1,7 @@
 // The async driver around `step`: run an attempt, hand its outcome to `step`, sleep, repeat.
 // It owns the timers and listeners of a call and releases every one of them before it settles.
 import type { Budget } from './budgets/budget.js';
+import { systemClock } from './clock.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import {
   type AttemptContext,
@@ -75,7 +76,7 @@ function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
 class Attempt implements AttemptContext {
   readonly attempt: number;
   private controller: AbortController | undefined;
-  private timers: AbortController | undefined;
+  private timer: ReturnType<typeof setTimeout> | AbortController | undefined;
   private failEarly: ((reason: unknown) => void) | undefined;
   private onCallerAbort: (() => void) | undefined;
   private released = false;
@@ -137,8 +138,15 @@ class Attempt implements AttemptContext {
 
   /** Ends the attempt after `ms` with `reason`, unless it is released first. */
   private arm(ms: number, reason: unknown): void {
-    this.timers ??= new AbortController();
-    this.policy.clock.sleep(ms, this.timers.signal).then(() => this.end(reason), noop);
+    if (this.policy.clock === systemClock) {
+      // On the platform's own clock a plain timer does the same for less than an abortable sleep:
+      // this runs once per attempt of every fetch.
+      this.timer = setTimeout(() => this.end(reason), ms);
+      return;
+    }
+    const cancel = new AbortController();
+    this.timer = cancel;
+    this.policy.clock.sleep(ms, cancel.signal).then(() => this.end(reason), noop);
   }
 
   private end(reason: unknown): void {
@@ -148,7 +156,9 @@ class Attempt implements AttemptContext {
 
   release(): void {
     this.released = true;
-    this.timers?.abort();
+    const timer = this.timer;
+    if (timer instanceof AbortController) timer.abort();
+    else if (timer !== undefined) clearTimeout(timer);
     if (this.onCallerAbort !== undefined) {
       this.callerSignal?.removeEventListener('abort', this.onCallerAbort);
     }

@@ -378,14 +378,17 @@ async function send(
 ): Promise<Response> {
   const request = isRequest(input) ? input : undefined;
   const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
-  // init.headers replace the Request's, as in `new Request(request, init)`.
-  const headers = new Headers(init?.headers ?? request?.headers);
+  // init.headers replace the Request's, as in `new Request(request, init)`. Copied only when
+  // there are some: most calls have none, and a Headers costs a little on every request.
+  const given = init?.headers ?? request?.headers;
+  let headers = given === undefined ? undefined : new Headers(given);
   let changedHeaders = false;
-  if (settings.autoKey && AUTO_KEY_METHODS.has(method) && !headers.has(IDEMPOTENCY_KEY_HEADER)) {
+  if (settings.autoKey && AUTO_KEY_METHODS.has(method) && !headers?.has(IDEMPOTENCY_KEY_HEADER)) {
+    headers ??= new Headers();
     headers.set(IDEMPOTENCY_KEY_HEADER, newIdempotencyKey());
     changedHeaders = true;
   }
-  const isKeyed = headers.has(IDEMPOTENCY_KEY_HEADER);
+  const isKeyed = headers?.has(IDEMPOTENCY_KEY_HEADER) ?? false;
 
   // A body given in init wins over the Request's, as in `new Request(request, init)`.
   const bodyOfRequest = init?.body == null && request !== undefined && request.body != null;
@@ -413,7 +416,7 @@ async function send(
       const retryHeaders = new Headers(headers);
       retryHeaders.set(settings.attemptHeader, String(attempt));
       attemptInit.headers = retryHeaders;
-    } else if (changedHeaders) {
+    } else if (changedHeaders && headers !== undefined) {
       attemptInit.headers = headers;
     }
     const response = await fetchImpl(spare === undefined ? input : spare.clone(), attemptInit);
