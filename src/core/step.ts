@@ -31,7 +31,7 @@ export type Outcome = { readonly ok: true } | { readonly ok: false; readonly err
 
 /** What to do next. */
 export type Decision =
-  | { readonly action: 'succeed'; readonly state: RetryState }
+  | { readonly action: 'succeed' }
   | {
       readonly action: 'retry';
       /** Wait this long, then run attempt `state.attempt`. */
@@ -46,6 +46,9 @@ export type Decision =
       readonly verdict: Verdict;
       readonly state: RetryState;
     };
+
+/** The decision after any success: the call is done. Shared, so a success allocates nothing. */
+const SUCCEEDED: Decision = Object.freeze({ action: 'succeed' });
 
 /** The state of a call that starts at `nowMs`, before its first attempt. */
 export function startState(policy: ResolvedPolicy, nowMs: number): RetryState {
@@ -104,7 +107,7 @@ export function step(
   const budget = policy.budget;
   if (outcome.ok) {
     budget?.recordSuccess();
-    return { action: 'succeed', state };
+    return SUCCEEDED;
   }
   const verdict = judge(policy, state, outcome.error, nowMs);
   budget?.recordFailure(nowMs, verdict.retryable || verdict.kind === 'do-not-retry');
