@@ -2,6 +2,7 @@
 // into checked values. Every mistake becomes a UsageError that names the option and the value, so
 // the program can print one clear line and exit with code 2.
 import { parseArgs } from 'node:util';
+import { closest } from '../core/validate.js';
 
 /** A mistake in how the program was called: printed as one line, exit code 2. */
 export class UsageError extends Error {
@@ -101,34 +102,11 @@ export function convert(
 
 /** The closest known flag to an unknown one, for "did you mean". */
 function nearest(unknown: string, specs: readonly OptionSpec[]): string | undefined {
-  const name = unknown.replace(/^-+/, '').split('=')[0]!.toLowerCase();
-  let best: string | undefined;
-  let bestScore = Number.POSITIVE_INFINITY;
-  for (const spec of specs) {
-    const score = distance(name, spec.flag);
-    if (score < bestScore) {
-      bestScore = score;
-      best = spec.flag;
-    }
-  }
-  return best !== undefined && bestScore <= Math.max(2, Math.floor(name.length / 3))
-    ? best
-    : undefined;
-}
-
-/** Levenshtein distance, for short option names. */
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length]!;
+  const name = unknown.replace(/^-+/, '').split('=')[0]!;
+  return closest(
+    name,
+    specs.map((spec) => spec.flag),
+  );
 }
 
 /**

@@ -38,11 +38,44 @@ export function checkNumber(
   return value;
 }
 
+/** Edit distance between two short names (Levenshtein), for "did you mean". */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!;
+      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length]!;
+}
+
+/**
+ * The candidate nearest to a mistyped `name` (case ignored), or undefined when none is close
+ * enough to be what was meant.
+ */
+export function closest(name: string, candidates: readonly string[]): string | undefined {
+  const wanted = name.toLowerCase();
+  let best: string | undefined;
+  let bestScore = Number.POSITIVE_INFINITY;
+  for (const candidate of candidates) {
+    const score = distance(wanted, candidate.toLowerCase());
+    if (score < bestScore) {
+      bestScore = score;
+      best = candidate;
+    }
+  }
+  return bestScore <= Math.max(2, Math.floor(wanted.length / 3)) ? best : undefined;
+}
+
 /** Throws on keys the options type does not have, so a typo is an error, not a silent default. */
 export function checkKnownKeys(owner: string, options: object, known: readonly string[]): void {
   for (const key of Object.keys(options)) {
     if (!known.includes(key)) {
-      const near = known.find((k) => k.toLowerCase().startsWith(key.toLowerCase().slice(0, 5)));
+      const near = closest(key, known);
       const hint = near ? ` (did you mean ${near}?)` : '';
       throw new TypeError(`stormproof: ${owner} has no option ${show(key)}${hint}`);
     }

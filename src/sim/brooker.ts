@@ -9,7 +9,7 @@ import type { ResolvedPolicy } from '../core/options.js';
 import { resolvePolicy } from '../core/options.js';
 import { type Outcome, type RetryState, startState, step } from '../core/step.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import { PythonRandom } from './python-random.js';
+import { checkSeed, PythonRandom } from './python-random.js';
 
 /**
  * The five ways to wait after a conflict, as Brooker's simulator names them:
@@ -375,11 +375,7 @@ export function runBrooker(options?: BrookerOptions): BrookerResult {
     integer: true,
   });
   const runs = checkNumber(OWNER, 'runs', o.runs ?? 100, { min: 1, max: 1_000_000, integer: true });
-  const seed = o.seed ?? 7;
-  if (typeof seed !== 'bigint' && !(typeof seed === 'number' && Number.isInteger(seed))) {
-    const error = typeof seed === 'number' ? RangeError : TypeError;
-    throw new error(`stormproof: ${OWNER} seed must be an integer or a bigint, got ${show(seed)}`);
-  }
+  const seed = checkSeed(OWNER, o.seed ?? 7);
   const baseMs = checkNumber(OWNER, 'baseMs', o.baseMs ?? 5, { min: 0, minExclusive: true });
   const capMs = checkNumber(OWNER, 'capMs', o.capMs ?? 2000, { min: 2 * baseMs });
   const mean = checkNumber(OWNER, 'networkMeanMs', o.networkMeanMs ?? 10, { min: 0 });

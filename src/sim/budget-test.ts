@@ -4,8 +4,8 @@
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import type { Clock } from '../core/clock.js';
 import { retry } from '../core/retry.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import { PythonRandom } from './python-random.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject } from '../core/validate.js';
+import { checkSeed, PythonRandom } from './python-random.js';
 
 /** The options of {@link runBudgetTest}. Every field is optional; the defaults are the document's. */
 export interface BudgetTestOptions {
@@ -157,11 +157,7 @@ export async function runBudgetTest(options?: BudgetTestOptions): Promise<Budget
     max: 100,
     integer: true,
   });
-  const seed = o.seed ?? 7;
-  if (typeof seed !== 'bigint' && !(typeof seed === 'number' && Number.isInteger(seed))) {
-    const error = typeof seed === 'number' ? RangeError : TypeError;
-    throw new error(`stormproof: ${OWNER} seed must be an integer or a bigint, got ${show(seed)}`);
-  }
+  const seed = checkSeed(OWNER, o.seed ?? 7);
   // RetryBudget checks its own options and names them.
   const budget = new RetryBudget({ cost: o.cost as number, maxCredits: o.maxCredits as number });
   return {

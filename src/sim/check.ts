@@ -1,7 +1,7 @@
 // `stormproof check`: reads a description of the retry layers of a stack and answers, before any
 // outage does, how many calls one user request can become at the bottom, how long the user can
 // wait, and which of the founding document's rules the stack breaks.
-import { checkNumber, show } from '../core/validate.js';
+import { checkNumber, closest, show } from '../core/validate.js';
 
 /** How a layer jitters its waits, as `check` reads it. */
 export type StackJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
@@ -106,29 +106,12 @@ interface Layer {
   retriesNonIdempotent: boolean;
 }
 
-/** Levenshtein distance between two short names. */
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length]!;
-}
-
 /** Throws on a field the format does not have, naming it and the nearest known one. */
 function checkFields(at: string, o: Record<string, unknown>, known: readonly string[]): void {
   for (const key of Object.keys(o)) {
     if (known.includes(key)) continue;
-    const near = known
-      .map((k) => [k, distance(key.toLowerCase(), k.toLowerCase())] as const)
-      .sort((a, b) => a[1] - b[1])[0];
-    const hint = near !== undefined && near[1] <= 3 ? ` (did you mean "${near[0]}"?)` : '';
+    const near = closest(key, known);
+    const hint = near !== undefined ? ` (did you mean "${near}"?)` : '';
     throw new TypeError(
       `stormproof: ${at} has no field ${show(key)}${hint}; its fields are ${known.filter((k) => k !== '$schema').join(', ')}`,
     );

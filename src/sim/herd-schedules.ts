@@ -6,8 +6,8 @@
 // again, or give up. Configured like the document's full jitter, it prints the document's figures.
 import type { RandomSource } from '../core/clock.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import type { HerdResult } from './herd.js';
-import { PythonRandom } from './python-random.js';
+import { type HerdResult, roundLikePython, slotOf } from './herd.js';
+import { checkSeed, PythonRandom } from './python-random.js';
 
 /**
  * A retry schedule without state beyond the retry count: how many retries a client makes, how
@@ -204,35 +204,6 @@ class Slots {
   }
 }
 
-/**
- * The slot in which a client due at `due` seconds calls again, when it failed in slot `current`:
- * the first slot `k > current` for which the model's test `due < (k * slotMs + slotMs) / 1000`
- * holds, evaluated as the Python loop evaluates it (whole milliseconds, then one division).
- */
-function slotOf(due: number, current: number, slotMs: number): number {
-  let k = Math.floor((due * 1000) / slotMs);
-  if (k <= current) k = current + 1;
-  while (!(due < (k * slotMs + slotMs) / 1000)) k++;
-  while (k - 1 > current && due < (k * slotMs) / 1000) k--;
-  return k;
-}
-
-/** `ms / 1000` seconds as Python's `f"{x:.2f}"` prints them (an exact tie rounds half to even). */
-function secondsLikePython(ms: number): number {
-  if (ms % 250 === 125) {
-    const hundredths = (ms - 5) / 10;
-    return (hundredths % 2 === 0 ? hundredths : hundredths + 1) / 100;
-  }
-  return Number((ms / 1000).toFixed(2));
-}
-
-function checkSeed(value: unknown): number | bigint {
-  if (typeof value === 'bigint') return value;
-  if (typeof value === 'number' && Number.isInteger(value)) return value;
-  const error = typeof value === 'number' ? RangeError : TypeError;
-  throw new error(`stormproof: ${OWNER} seed must be an integer or a bigint, got ${show(value)}`);
-}
-
 function checkSchedule(value: unknown): RetrySchedule | HerdClientFactory {
   if (typeof value === 'function') return value as HerdClientFactory;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -348,7 +319,7 @@ export function runHerdSchedule(options: HerdScheduleOptions): HerdScheduleResul
   });
   const perSlot = checkNumber(OWNER, 'perSlot', o.perSlot ?? 25, { min: 1, integer: true });
   const slotMs = checkNumber(OWNER, 'slotMs', o.slotMs ?? 10, { min: 1, integer: true });
-  const seed = checkSeed(o.seed ?? 7);
+  const seed = checkSeed(OWNER, o.seed ?? 7);
 
   const rng = new PythonRandom(seed);
   const random: RandomSource = () => rng.random();
@@ -388,7 +359,7 @@ export function runHerdSchedule(options: HerdScheduleOptions): HerdScheduleResul
   return {
     calls,
     busiestSlot: busiest,
-    doneAfterSeconds: secondsLikePython((lastSlot + 1) * slotMs),
+    doneAfterSeconds: roundLikePython((lastSlot + 1) * slotMs),
     gaveUp,
   };
 }
@@ -450,7 +421,7 @@ export function idealHerd(options?: IdealHerdOptions): HerdScheduleResult {
   return {
     calls: clients,
     busiestSlot: Math.min(perSlot, Math.max(0, clients - perSlot)),
-    doneAfterSeconds: secondsLikePython(Math.ceil(clients / perSlot) * slotMs),
+    doneAfterSeconds: roundLikePython(Math.ceil(clients / perSlot) * slotMs),
     gaveUp: 0,
   };
 }

@@ -5,7 +5,7 @@
 // the bookkeeping: an event queue keyed by slot instead of a scan of every client every slot,
 // which makes a million clients take seconds instead of hours.
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import { PythonRandom } from './python-random.js';
+import { checkSeed, PythonRandom } from './python-random.js';
 
 /** How a failed client's wait is drawn from its backoff ceiling in the herd model. */
 export type HerdJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
@@ -325,7 +325,7 @@ class BatchSorter {
  * `current`: the first slot `k > current` whose test `due < (k * slotMs + slotMs) / 1000` holds,
  * evaluated exactly as the Python loop evaluates it (integer milliseconds, then one division).
  */
-function slotOf(due: number, current: number, slotMs: number): number {
+export function slotOf(due: number, current: number, slotMs: number): number {
   let k = Math.floor((due * 1000) / slotMs);
   if (k <= current) k = current + 1;
   while (!(due < (k * slotMs + slotMs) / 1000)) k++;
@@ -334,7 +334,7 @@ function slotOf(due: number, current: number, slotMs: number): number {
 }
 
 /** Seconds as Python's `f"{seconds:.2f}"` prints them, for `ms / 1000` with whole `ms`. */
-function roundLikePython(ms: number): number {
+export function roundLikePython(ms: number): number {
   // toFixed and Python both round the double's exact value; they differ only on an exact tie,
   // where Python rounds half to even and toFixed rounds up. ms / 1000 is an exact tie at two
   // decimals when ms is an odd multiple of 125 (0.125 s, 0.375 s, ...).
@@ -343,13 +343,6 @@ function roundLikePython(ms: number): number {
     return (hundredths % 2 === 0 ? hundredths : hundredths + 1) / 100;
   }
   return Number((ms / 1000).toFixed(2));
-}
-
-function checkSeed(value: unknown): number | bigint {
-  if (typeof value === 'bigint') return value;
-  if (typeof value === 'number' && Number.isInteger(value)) return value;
-  const error = typeof value === 'number' ? RangeError : TypeError;
-  throw new error(`stormproof: ${OWNER} seed must be an integer or a bigint, got ${show(value)}`);
 }
 
 function checkJitter(value: unknown): HerdJitter {
@@ -399,7 +392,7 @@ export function runHerd(options?: HerdOptions): HerdResult {
   const slotMs = checkNumber(OWNER, 'slotMs', o.slotMs ?? 10, { min: 1, integer: true });
   const baseMs = checkNumber(OWNER, 'baseMs', o.baseMs ?? 200, { min: 0 });
   const capMs = checkNumber(OWNER, 'capMs', o.capMs ?? 5000, { min: 0 });
-  const seed = checkSeed(o.seed ?? 7);
+  const seed = checkSeed(OWNER, o.seed ?? 7);
   const jitter = checkJitter(o.jitter ?? 'full');
   const onProgress = checkCallback<HerdOptions['onProgress']>('onProgress', o.onProgress);
   const onSlot = checkCallback<HerdOptions['onSlot']>('onSlot', o.onSlot);

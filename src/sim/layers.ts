@@ -5,7 +5,7 @@ import type { Jitter } from '../core/backoff.js';
 import type { Clock } from '../core/clock.js';
 import { retry } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import { PythonRandom } from './python-random.js';
+import { checkSeed, PythonRandom } from './python-random.js';
 
 /**
  * Which layers retry:
@@ -138,11 +138,7 @@ export async function runLayers(options?: LayersOptions): Promise<LayersResult> 
     );
   }
   const baseDelayMs = checkNumber(OWNER, 'baseDelayMs', o.baseDelayMs ?? 0, { min: 0 });
-  const seed = o.seed ?? 7;
-  if (typeof seed !== 'bigint' && !(typeof seed === 'number' && Number.isInteger(seed))) {
-    const error = typeof seed === 'number' ? RangeError : TypeError;
-    throw new error(`stormproof: ${OWNER} seed must be an integer or a bigint, got ${show(seed)}`);
-  }
+  const seed = checkSeed(OWNER, o.seed ?? 7);
   const retryingLayers = retryAt === 'all' ? layers : 1;
   const expected = attempts ** retryingLayers;
   if (expected > MAX_BOTTOM_CALLS) {

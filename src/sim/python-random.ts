@@ -2,6 +2,7 @@
 // for the same integer seed, so that a Python model can be re-run here and give the same result
 // bit for bit. Written from the published MT19937 algorithm and the documented behaviour of
 // CPython's `random` module; the state is a Uint32Array and the hot path is 32-bit integer math.
+import { show } from '../core/validate.js';
 
 /** Number of 32-bit words in the MT19937 state. */
 const N = 624;
@@ -242,4 +243,15 @@ export class PythonRandom {
   uniform(a: number, b: number): number {
     return a + (b - a) * this.random();
   }
+}
+
+/**
+ * Checks a seed option of a model: an integer number or a bigint, as `PythonRandom` takes.
+ * Throws a TypeError (or RangeError for a fractional number) that names `owner`.
+ */
+export function checkSeed(owner: string, value: unknown): number | bigint {
+  if (typeof value === 'bigint') return value;
+  if (typeof value === 'number' && Number.isInteger(value)) return value;
+  const error = typeof value === 'number' ? RangeError : TypeError;
+  throw new error(`stormproof: ${owner} seed must be an integer or a bigint, got ${show(value)}`);
 }

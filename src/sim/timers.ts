@@ -1,8 +1,8 @@
 // "Jitter your timers too": partner devices that refresh forecasts once a morning, all at exactly
 // 06:00:00, against the same devices each refreshing at a fixed offset of its own, spread
 // uniformly from 05:50 to 06:10. Counts requests per second; no retries are involved.
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import { PythonRandom } from './python-random.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject } from '../core/validate.js';
+import { checkSeed, PythonRandom } from './python-random.js';
 
 /** The options of {@link runTimers}. Every field is optional. */
 export interface TimersOptions {
@@ -107,11 +107,7 @@ export function runTimers(options?: TimersOptions): TimersResult {
     max: 86_400,
     integer: true,
   });
-  const seed = o.seed ?? 7;
-  if (typeof seed !== 'bigint' && !(typeof seed === 'number' && Number.isInteger(seed))) {
-    const error = typeof seed === 'number' ? RangeError : TypeError;
-    throw new error(`stormproof: ${OWNER} seed must be an integer or a bigint, got ${show(seed)}`);
-  }
+  const seed = checkSeed(OWNER, o.seed ?? 7);
   const half = spread / 2;
   const from = Math.floor(-half) - 60;
   const to = Math.ceil(half) + 60;
