@@ -7,6 +7,7 @@
 import type { RandomSource } from '../core/clock.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { type HerdResult, roundLikePython, slotOf } from './herd.js';
+import { NumberHeap } from './number-heap.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
 /**
@@ -155,10 +156,10 @@ const SCHEDULE_KEYS = ['maxRetries', 'waitSeconds', 'deadlineSeconds'] as const;
 /** Pending client ids grouped by slot, with a binary min-heap of the slots that have any. */
 class Slots {
   readonly #buckets = new Map<number, number[]>();
-  readonly #heap: number[] = [];
+  readonly #heap = new NumberHeap();
 
   get isEmpty(): boolean {
-    return this.#heap.length === 0;
+    return this.#heap.size === 0;
   }
 
   push(slot: number, client: number): void {
@@ -168,36 +169,12 @@ class Slots {
       return;
     }
     this.#buckets.set(slot, [client]);
-    const heap = this.#heap;
-    let i = heap.push(slot) - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (heap[parent]! <= slot) break;
-      heap[i] = heap[parent]!;
-      i = parent;
-    }
-    heap[i] = slot;
+    this.#heap.push(slot);
   }
 
   /** Removes and returns the earliest slot and its clients. Only call when not empty. */
   pop(): [slot: number, clients: number[]] {
-    const heap = this.#heap;
-    const top = heap[0]!;
-    const last = heap.pop()!;
-    const n = heap.length;
-    if (n > 0) {
-      let i = 0;
-      for (;;) {
-        const left = 2 * i + 1;
-        if (left >= n) break;
-        const right = left + 1;
-        const child = right < n && heap[right]! < heap[left]! ? right : left;
-        if (heap[child]! >= last) break;
-        heap[i] = heap[child]!;
-        i = child;
-      }
-      heap[i] = last;
-    }
+    const top = this.#heap.pop();
     const clients = this.#buckets.get(top)!;
     this.#buckets.delete(top);
     return [top, clients];

@@ -5,6 +5,7 @@
 // the bookkeeping: an event queue keyed by slot instead of a scan of every client every slot,
 // which makes a million clients take seconds instead of hours.
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
+import { NumberHeap } from './number-heap.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
 /** How a failed client's wait is drawn from its backoff ceiling in the herd model. */
@@ -163,11 +164,11 @@ interface Bucket {
  */
 class SlotQueue {
   readonly #buckets = new Map<number, Bucket>();
-  readonly #heap: number[] = [];
+  readonly #heap = new NumberHeap();
   readonly #spare: Bucket[] = [];
 
   get isEmpty(): boolean {
-    return this.#heap.length === 0;
+    return this.#heap.size === 0;
   }
 
   push(slot: number, call: number): void {
@@ -175,7 +176,7 @@ class SlotQueue {
     if (bucket === undefined) {
       bucket = this.#spare.pop() ?? { calls: new Float64Array(64), size: 0 };
       this.#buckets.set(slot, bucket);
-      this.#heapPush(slot);
+      this.#heap.push(slot);
     }
     if (bucket.size === bucket.calls.length) {
       const grown = new Float64Array(bucket.calls.length * 2);
@@ -187,12 +188,12 @@ class SlotQueue {
 
   /** The earliest slot that has calls. Only call when not empty. */
   peekSlot(): number {
-    return this.#heap[0]!;
+    return this.#heap.peek();
   }
 
   /** Removes the earliest slot's bucket; give it back with `recycle` once read. */
   popBucket(): Bucket {
-    const slot = this.#heapPop();
+    const slot = this.#heap.pop();
     const bucket = this.#buckets.get(slot)!;
     this.#buckets.delete(slot);
     return bucket;
@@ -201,41 +202,6 @@ class SlotQueue {
   recycle(bucket: Bucket): void {
     bucket.size = 0;
     this.#spare.push(bucket);
-  }
-
-  #heapPush(slot: number): void {
-    const heap = this.#heap;
-    let i = heap.length;
-    heap.push(slot);
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const above = heap[parent]!;
-      if (above <= slot) break;
-      heap[i] = above;
-      i = parent;
-    }
-    heap[i] = slot;
-  }
-
-  #heapPop(): number {
-    const heap = this.#heap;
-    const top = heap[0]!;
-    const last = heap.pop()!;
-    const n = heap.length;
-    if (n > 0) {
-      let i = 0;
-      for (;;) {
-        const left = 2 * i + 1;
-        if (left >= n) break;
-        const right = left + 1;
-        const child = right < n && heap[right]! < heap[left]! ? right : left;
-        if (heap[child]! >= last) break;
-        heap[i] = heap[child]!;
-        i = child;
-      }
-      heap[i] = last;
-    }
-    return top;
   }
 }
 
