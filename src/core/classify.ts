@@ -80,17 +80,15 @@ function isObject(value: unknown): value is Bag {
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
 
+function isStatus(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 100 && value <= 599;
+}
+
 function readStatus(error: Bag): number | undefined {
+  if (isStatus(error.status)) return error.status;
+  if (isStatus(error.statusCode)) return error.statusCode;
   const response = error.response;
-  for (const status of [
-    error.status,
-    error.statusCode,
-    isObject(response) ? response.status : undefined,
-  ]) {
-    if (typeof status === 'number' && Number.isInteger(status) && status >= 100 && status <= 599) {
-      return status;
-    }
-  }
+  if (isObject(response) && isStatus(response.status)) return response.status;
   return undefined;
 }
 

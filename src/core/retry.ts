@@ -331,15 +331,17 @@ async function attemptLoop<T>(
       throw error;
     }
 
-    const event = {
-      attempt: state.attempt,
-      error,
-      verdict: decision.verdict,
-      delayMs: decision.delayMs,
-      elapsedMs: now - state.startedAt,
-    };
-    emit(policy.onRetry, event);
-    emit(call?.onRetry, event);
+    if (policy.onRetry !== undefined || call?.onRetry !== undefined) {
+      const event = {
+        attempt: state.attempt,
+        error,
+        verdict: decision.verdict,
+        delayMs: decision.delayMs,
+        elapsedMs: now - state.startedAt,
+      };
+      emit(policy.onRetry, event);
+      emit(call?.onRetry, event);
+    }
     if (isValue) judge?.discard?.(error as T);
     state = decision.state;
     if (decision.delayMs > 0) {
