@@ -1,8 +1,8 @@
-// `npm start`: a short live demo. A real HTTP server on 127.0.0.1 fails for a moment with
-// 503 + Retry-After, and a client calls it through the stormproof engine, printing every attempt,
-// its wait, and why.
+// `npm run demo`: a short live demo. A real HTTP server on 127.0.0.1 fails for a moment with
+// 503 + Retry-After, and a client calls it through stormproof/fetch, printing every attempt, its
+// wait, and why.
 import { createServer } from 'node:http';
-import { createRetryPolicy, getRetryReport } from 'stormproof';
+import { createFetch, getRetryReport } from 'stormproof/fetch';
 
 let served = 0;
 const server = createServer((req, res) => {
@@ -26,48 +26,31 @@ const base = `http://127.0.0.1:${server.address().port}`;
 
 const started = performance.now();
 const at = () => `${((performance.now() - started) / 1000).toFixed(2)} s`.padStart(7);
-const policy = createRetryPolicy({
-  onRetry: ({ attempt, error, verdict, delayMs }) => {
+const fetch = createFetch({
+  onRetry: ({ attempt, status, verdict, delayMs }) => {
     const pause = verdict.retryAfterMs ?? 0;
     console.log(
-      `${at()}  attempt ${attempt}: ${error.message}: retryable (${verdict.kind}); waiting ${Math.round(delayMs)} ms` +
+      `${at()}  attempt ${attempt}: HTTP ${status}: retryable (${verdict.kind}); waiting ${Math.round(delayMs)} ms` +
         ` = ${Math.round(delayMs - pause)} ms full jitter + ${pause} ms Retry-After`,
     );
   },
 });
 
-/** One GET through the policy; a failed status becomes an error the classifier can read. */
-function get(path) {
-  return policy.retry(async ({ attempt, signal }) => {
-    const res = await fetch(base + path, { signal });
-    if (!res.ok) {
-      await res.body?.cancel();
-      throw Object.assign(new Error(`HTTP ${res.status}`), {
-        status: res.status,
-        headers: res.headers,
-      });
-    }
-    const body = await res.json();
-    console.log(`${at()}  attempt ${attempt}: HTTP ${res.status} ${JSON.stringify(body)}`);
-    return body;
-  });
-}
-
 async function scene(title, path) {
   console.log(`\n${title}  (GET ${path})`);
-  try {
-    await get(path);
-  } catch (error) {
-    const r = getRetryReport(error);
-    console.log(
-      `${at()}  gave up: ${error.message}, reason '${r.reason}' after ${r.attempts} attempt(s), ${Math.round(r.totalDelayMs)} ms of waiting`,
-    );
+  const res = await fetch(base + path);
+  if (res.ok) {
+    console.log(`${at()}  HTTP ${res.status} ${JSON.stringify(await res.json())}`);
+    return;
   }
+  await res.body?.cancel();
+  const r = getRetryReport(res);
+  console.log(
+    `${at()}  gave up with HTTP ${res.status}: reason '${r.reason}' after ${r.attempts} attempt(s), ${Math.round(r.totalDelayMs)} ms of waiting`,
+  );
 }
 
-console.log(
-  `stormproof demo: a real server on ${base}, called through createRetryPolicy() defaults`,
-);
+console.log(`stormproof demo: a real server on ${base}, called through createFetch() defaults`);
 console.log(
   '(4 attempts, full jitter below 200/400/800 ms, 3 s deadline, Retry-After added on top, a retry budget)',
 );
