@@ -102,7 +102,7 @@ class Attempt implements AttemptContext {
       // Without an attempt timeout nothing else ends the attempt at the deadline: arm it now.
       if (this.policy.attemptTimeoutMs === undefined) {
         const left = this.policy.deadlineMs - (this.policy.clock.now() - this.startedAt);
-        this.arm(left, new DeadlineExceededError(this.policy.deadlineMs));
+        this.arm(left, () => new DeadlineExceededError(this.policy.deadlineMs));
       }
     }
     return this.controller.signal;
@@ -119,7 +119,7 @@ class Attempt implements AttemptContext {
       if (timeout !== undefined) {
         const left = this.policy.deadlineMs - (this.policy.clock.now() - this.startedAt);
         const limit = Math.max(0, Math.min(timeout, left));
-        this.arm(limit, new AttemptTimeoutError(limit));
+        this.arm(limit, () => new AttemptTimeoutError(limit));
       }
       try {
         Promise.resolve(operation(this)).then(resolve, reject);
@@ -136,17 +136,21 @@ class Attempt implements AttemptContext {
     caller.addEventListener('abort', onAbort, { once: true });
   }
 
-  /** Ends the attempt after `ms` with `reason`, unless it is released first. */
-  private arm(ms: number, reason: unknown): void {
+  /**
+   * Ends the attempt after `ms` with the error `reason()` makes, unless it is released first. The
+   * error is made only if the timer fires: capturing a stack costs more than the whole attempt's
+   * bookkeeping, and almost every timer is cleared.
+   */
+  private arm(ms: number, reason: () => Error): void {
     if (this.policy.clock === systemClock) {
       // On the platform's own clock a plain timer does the same for less than an abortable sleep:
       // this runs once per attempt of every fetch.
-      this.timer = setTimeout(() => this.end(reason), ms);
+      this.timer = setTimeout(() => this.end(reason()), ms);
       return;
     }
     const cancel = new AbortController();
     this.timer = cancel;
-    this.policy.clock.sleep(ms, cancel.signal).then(() => this.end(reason), noop);
+    this.policy.clock.sleep(ms, cancel.signal).then(() => this.end(reason()), noop);
   }
 
   private end(reason: unknown): void {
