@@ -571,3 +571,21 @@ describe('regression: a context read after its attempt settled', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 });
+
+describe('regression: a caller abort during a zero wait', () => {
+  it('never starts the next attempt, even when the operation ignores its signal', async () => {
+    const controller = new AbortController();
+    const op = vi.fn(({ attempt }: { attempt: number }) =>
+      attempt === 1 ? Promise.reject(httpError(503)) : new Promise(() => {}),
+    );
+    const result = retry(op, {
+      clock: new ManualClock(),
+      random: () => 0, // a zero wait: no sleep to notice the abort
+      signal: controller.signal,
+      onRetry: () => controller.abort('stop'),
+    }).catch((e: unknown) => e);
+    expect(await result).toBe('stop');
+    expect(op).toHaveBeenCalledTimes(1);
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+});

@@ -356,6 +356,9 @@ async function attemptLoop<T>(
         throw reason;
       }
     }
+    // An abort that came while no sleep was listening (a hook, a zero wait) ends the call here:
+    // an attempt started on an aborted signal would never hear of it.
+    if (signal?.aborted) throw abandon(policy, call, state, signal.reason);
   }
 }
 
