@@ -299,7 +299,11 @@ describe('stormproof/fetch over real HTTP', () => {
     expect(abortedAt).toBeGreaterThan(0);
     expect(took).toBeLessThan(50);
     expect(received).toHaveLength(1);
-    expect(getRetryReport(reason)).toMatchObject({ reason: 'aborted', attempts: 2 });
+    // The report says what happened: one attempt, and about 100 ms of the 2 s wait.
+    const report = getRetryReport(reason);
+    expect(report).toMatchObject({ reason: 'aborted', attempts: 1 });
+    expect(report?.totalDelayMs).toBeGreaterThanOrEqual(90);
+    expect(report?.totalDelayMs).toBeLessThan(1000);
   });
 
   it('sends the attempt number on the second attempt, and not on the first', async () => {

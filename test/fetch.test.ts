@@ -856,7 +856,9 @@ describe('createFetch: signals, timeouts and the deadline', () => {
     expect(late.state.cancelled).toBe(true);
   });
 
-  it('leaves no listener on the caller signal, whatever the outcome', async () => {
+  it('keeps at most one listener on a caller signal shared by every call, whatever the outcome', async () => {
+    // One listener serves every call; it stays while a returned response may still be read
+    // (the caller's abort must stop its body, as with plain fetch) and goes with the last one.
     const signal = new AbortController().signal;
     const outcomes: Reply[][] = [[200], [503, 200], [404], [503], [networkError()], [503]];
     for (const replies of outcomes) {
@@ -864,7 +866,7 @@ describe('createFetch: signals, timeouts and the deadline', () => {
       await fetch(URL_, { signal, method: replies === outcomes[5] ? 'POST' : 'GET' }).catch(
         () => {},
       );
-      expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+      expect(getEventListeners(signal, 'abort').length).toBeLessThanOrEqual(1);
     }
   });
 

@@ -292,7 +292,7 @@ describe('cancellation', () => {
       (e: unknown) => e,
     );
     await flush();
-    expect(clock.pending.timers).toBe(1);
+    expect(clock.pending.timers).toBe(2); // the wait, and the call's deadline
     const reason = new Error('user left');
     controller.abort(reason);
     expect(await result).toBe(reason);
@@ -354,14 +354,14 @@ describe('timeouts', () => {
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
   });
 
-  it('caps the attempt timeout by the time left before the deadline', async () => {
+  it('ends an attempt that would outlast the deadline at the deadline', async () => {
     const clock = new ManualClock();
-    const timeouts: number[] = [];
+    const ends: { reason: unknown; at: number }[] = [];
     const result = retry(
       ({ signal }) =>
         new Promise((_, reject) => {
           signal.addEventListener('abort', () => {
-            timeouts.push((signal.reason as AttemptTimeoutError).timeoutMs);
+            ends.push({ reason: signal.reason, at: clock.t });
             reject(signal.reason);
           });
         }),
@@ -369,8 +369,15 @@ describe('timeouts', () => {
     ).catch((e: unknown) => e);
     await clock.advance(5000);
     const error = await result;
-    expect(timeouts).toEqual([2000, 1000]);
-    expect(getRetryReport(error)?.reason).toBe('deadline');
+    expect(ends.map((e) => e.at)).toEqual([2000, 3000]);
+    expect(ends[0]?.reason).toBeInstanceOf(AttemptTimeoutError);
+    expect(ends[1]?.reason).toBeInstanceOf(DeadlineExceededError);
+    expect(error).toBe(ends[1]?.reason);
+    expect(getRetryReport(error)).toMatchObject({
+      reason: 'deadline',
+      attempts: 2,
+      elapsedMs: 3000,
+    });
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
   });
 

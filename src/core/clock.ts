@@ -4,7 +4,7 @@
  *
  * @example
  * ```ts
- * // A clock whose sleeps return at once and move virtual time forward.
+ * // A clock whose sleeps return at once and move virtual time forward (a simulator's clock).
  * let t = 0;
  * const clock: Clock = { now: () => t, sleep: async (ms) => { t += ms; } };
  * ```
@@ -17,40 +17,78 @@ export interface Clock {
    * `signal.reason` and release its timer and its listener.
    */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Optional: calls `callback` once, `ms` milliseconds from now, unless the returned function is
+   * called first. The engine needs it to end an attempt that is still running when its attempt
+   * timeout or the call's deadline passes. A clock without it (a simulator's clock whose sleeps
+   * jump time forward, as in the example above) cannot interrupt a running attempt: the deadline
+   * and the attempt timeout are then checked only between attempts.
+   */
+  setTimer?(ms: number, callback: () => void): () => void;
 }
 
 /** A source of uniform random numbers in [0, 1), like `Math.random`. */
 export type RandomSource = () => number;
 
-/** Sleeps on a real timer; an abort clears the timer and removes the listener at once. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal === undefined) {
-    return new Promise((resolve) => {
-      setTimeout(resolve, ms);
-    });
-  }
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
+/**
+ * The longest delay `setTimeout` keeps: 2^31 - 1 ms (about 24.8 days). A longer one fires after
+ * about 1 ms in every runtime, so longer waits are made of several timers.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
 
 // Looked up once: reading the global on every call costs a few nanoseconds on the success path.
 const platformPerformance = globalThis.performance;
 
+/** Sleeps on real timers, chained past MAX_TIMER_MS; an abort clears the timer and the listener. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const end = platformPerformance.now() + ms;
+    let timer: ReturnType<typeof setTimeout>;
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const wait = (left: number) => {
+      timer = setTimeout(
+        () => {
+          const rest = end - platformPerformance.now();
+          if (left > MAX_TIMER_MS && rest > 0) return wait(rest);
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        Math.min(left, MAX_TIMER_MS),
+      );
+    };
+    wait(ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A real timer, chained past MAX_TIMER_MS. */
+function setTimer(ms: number, callback: () => void): () => void {
+  const end = platformPerformance.now() + ms;
+  let timer: ReturnType<typeof setTimeout>;
+  const wait = (left: number) => {
+    timer = setTimeout(
+      () => {
+        const rest = end - platformPerformance.now();
+        if (left > MAX_TIMER_MS && rest > 0) wait(rest);
+        else callback();
+      },
+      Math.min(left, MAX_TIMER_MS),
+    );
+  };
+  wait(ms);
+  return () => clearTimeout(timer);
+}
+
 /**
  * The default clock: `performance.now()` and `setTimeout`, available in Node, browsers, Deno,
- * Bun and workers alike.
+ * Bun and workers alike. Waits longer than 2^31 - 1 ms are chained, never cut short.
  */
 export const systemClock: Clock = Object.freeze({
   now: () => platformPerformance.now(),
   sleep,
+  setTimer,
 });

@@ -5,7 +5,7 @@ import type { Budget } from './budgets/budget.js';
 import { RetryBudget } from './budgets/retry-budget.js';
 import type { FailureKind, Verdict } from './classify.js';
 import { type Clock, type RandomSource, systemClock } from './clock.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from './validate.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, given, show } from './validate.js';
 
 /** Why a call stopped retrying. */
 export type GiveUpReason =
@@ -18,14 +18,24 @@ export type GiveUpReason =
   | 'not-idempotent'
   /** The failure could pass, but the request's body cannot be sent twice (a stream). Set by an adapter. */
   | 'body-not-replayable'
+  /**
+   * The failure came out of another stormproof call that already retried (or chose not to): one
+   * layer retries, the ones above pass its failure up (RFC 9110 section 9.2.2: "A client SHOULD
+   * NOT automatically retry a failed automatic retry"). See `allowNestedRetries`.
+   */
+  | 'already-retried'
   /** `maxAttempts` attempts were made. */
   | 'max-attempts'
-  /** The next wait would end past `deadlineMs`. */
+  /** The deadline passed, or the next wait would end at or past it. */
   | 'deadline'
-  /** The server's Retry-After (or pushback) alone reaches past `deadlineMs`. */
+  /** The server's Retry-After alone reaches past `deadlineMs`. */
   | 'retry-after-beyond-deadline'
+  /** The server's exact pushback (gRPC pushback, `stormproof-pushback-ms`) alone reaches past `deadlineMs`. */
+  | 'pushback-beyond-deadline'
   /** The retry budget refused the retry. */
   | 'budget'
+  /** `shouldRetry` threw or rejected: the call rejects with what it threw. */
+  | 'should-retry-failed'
   /** The caller's signal aborted. */
   | 'aborted';
 
@@ -47,6 +57,8 @@ export interface RetryReport {
   readonly elapsedMs: number;
   /** How the last failure was judged (absent when the caller aborted). */
   readonly verdict?: Verdict;
+  /** With `'already-retried'`: the report of the stormproof call the failure came out of. */
+  readonly inner?: RetryReport;
 }
 
 /** The context an operation receives on each attempt. */
@@ -72,6 +84,12 @@ export interface RetryDecisionContext {
   /** The default classifier's judgement; return it, change it, or answer yes or no. */
   readonly verdict: Verdict;
 }
+
+/** `shouldRetry`'s answer: yes, no, a verdict, or `undefined` for the default verdict. */
+export type RetryAnswer = boolean | Verdict | undefined;
+
+/** Decides whether a failed attempt may be retried; see `RetryPolicyOptions.shouldRetry`. */
+export type ShouldRetry = (context: RetryDecisionContext) => RetryAnswer | PromiseLike<RetryAnswer>;
 
 /** Sent to `onRetry` just before the engine waits to retry. */
 export interface RetryEvent {
@@ -245,14 +263,30 @@ export interface RetryPolicyOptions extends RetryHooks {
   honorRetryAfter?: boolean | undefined;
   /**
    * Replaces the retry decision. Sees the error, the attempt, the elapsed time and the default
-   * verdict; returns yes, no, or a verdict of its own. Limits, deadline and budget still apply.
+   * verdict; answers yes, no, a verdict of its own, or `undefined` for the default verdict, at
+   * once or as a promise. Limits, deadline and budget still apply. If it throws or rejects, the
+   * call ends without retrying and rejects with what it threw (the operation's error as its
+   * `cause`), reason `'should-retry-failed'`.
    * @default undefined (the default classifier decides)
    * @example
    * ```ts
    * { shouldRetry: ({ error, verdict }) => verdict.retryable || error instanceof LockConflict }
+   * { shouldRetry: async ({ error }) => (await isTransient(error)) || undefined }
    * ```
    */
-  shouldRetry?: ((context: RetryDecisionContext) => boolean | Verdict) | undefined;
+  shouldRetry?: ShouldRetry | undefined;
+  /**
+   * Retry a failure that came out of another stormproof call. Off by default: that call already
+   * retried (or decided not to), and retrying its failure again multiplies the calls at the
+   * bottom of the stack (three layers of 4 attempts make 64). The failure passes up at once with
+   * reason `'already-retried'`.
+   * @default false
+   * @example
+   * ```ts
+   * { allowNestedRetries: true } // an outer job that retries whole batches on purpose
+   * ```
+   */
+  allowNestedRetries?: boolean | undefined;
   /**
    * The retry budget shared by the calls of this policy: a `RetryBudget`, `TokenBucket`,
    * `RatioBudget`, your own `Budget`, or `false` for none.
@@ -288,7 +322,7 @@ export interface RetryPolicyOptions extends RetryHooks {
 /** The options of a one-off `retry()`: a policy's options and a call's. */
 export interface RetryOptions extends RetryPolicyOptions, CallOptions {}
 
-/** A policy's options after defaults and validation. Frozen. */
+/** A policy's options after defaults and validation (frozen when `createRetryPolicy` hands them out). */
 export interface ResolvedPolicy {
   readonly maxAttempts: number;
   readonly baseDelayMs: number;
@@ -299,7 +333,8 @@ export interface ResolvedPolicy {
   readonly throttledDelayMultiplier: number;
   readonly maxInternalErrorRetries: number;
   readonly honorRetryAfter: boolean;
-  readonly shouldRetry: ((context: RetryDecisionContext) => boolean | Verdict) | undefined;
+  readonly shouldRetry: ShouldRetry | undefined;
+  readonly allowNestedRetries: boolean;
   readonly budget: Budget | undefined;
   readonly clock: Clock;
   readonly random: RandomSource;
@@ -320,6 +355,7 @@ const POLICY_KEYS = [
   'maxInternalErrorRetries',
   'honorRetryAfter',
   'shouldRetry',
+  'allowNestedRetries',
   'budget',
   'clock',
   'random',
@@ -395,25 +431,45 @@ function checkClock(owner: string, clock: unknown): Clock {
   return clock as Clock;
 }
 
+function checkSignal(owner: string, signal: unknown): void {
+  const s = signal as { aborted?: unknown; addEventListener?: unknown } | null;
+  if (
+    typeof s !== 'object' ||
+    s === null ||
+    typeof s.aborted !== 'boolean' ||
+    typeof s.addEventListener !== 'function'
+  ) {
+    throw new TypeError(`stormproof: ${owner} signal must be an AbortSignal, got ${show(signal)}`);
+  }
+}
+
 /** Checks that call options hold only call options, with the right types. */
 export function checkCallOptions(owner: string, call: unknown): CallOptions | undefined {
   if (call === undefined) return undefined;
   const options = checkOptionsObject(owner, call);
   checkKnownKeys(owner, options, CALL_KEYS);
-  const signal = options.signal;
-  if (
-    signal !== undefined &&
-    !(typeof signal === 'object' && signal !== null && 'aborted' in signal)
-  ) {
-    throw new TypeError(`stormproof: ${owner} signal must be an AbortSignal, got ${show(signal)}`);
-  }
+  if (options.signal !== undefined) checkSignal(owner, options.signal);
   for (const hook of HOOKS) checkFunction(owner, hook, options[hook]);
   return options as CallOptions;
 }
 
+const POLICY_KEY_SET: ReadonlySet<string> = new Set(POLICY_KEYS);
+const RETRY_KEY_SET: ReadonlySet<string> = new Set(RETRY_OPTION_KEYS);
+const FULL: ResolvedJitter = Object.freeze({ kind: 'full' });
+
+function checkBoolean(owner: string, name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new TypeError(`stormproof: ${owner} ${name} must be a boolean, got ${show(value)}`);
+  }
+  return value;
+}
+
 /**
  * Fills the defaults and checks every value. Throws a TypeError or RangeError that names the
- * option and the value at fault.
+ * option and the value at fault. Only `undefined` means "the default": `null` is rejected like
+ * any other wrong type. Not frozen: `createRetryPolicy` freezes what it hands out, and a one-off
+ * `retry()` never hands its policy out (freezing costs more than the rest of a successful call).
  */
 export function resolvePolicy(
   owner: string,
@@ -421,16 +477,22 @@ export function resolvePolicy(
   { defaultBudget, allowCallKeys }: { defaultBudget: boolean; allowCallKeys: boolean },
 ): ResolvedPolicy {
   const o = checkOptionsObject(owner, input);
-  checkKnownKeys(owner, o, allowCallKeys ? RETRY_OPTION_KEYS : POLICY_KEYS);
-  const maxAttempts = checkNumber(owner, 'maxAttempts', o.maxAttempts ?? 4, {
+  const known = allowCallKeys ? RETRY_KEY_SET : POLICY_KEY_SET;
+  for (const key in o) {
+    if (!known.has(key)) checkKnownKeys(owner, o, allowCallKeys ? RETRY_OPTION_KEYS : POLICY_KEYS);
+  }
+  const maxAttempts = checkNumber(owner, 'maxAttempts', given(o.maxAttempts, 4), {
     min: 1,
     integer: true,
   });
-  const baseDelayMs = checkNumber(owner, 'baseDelayMs', o.baseDelayMs ?? 200, { min: 0 });
-  const maxDelayMs = checkNumber(owner, 'maxDelayMs', o.maxDelayMs ?? Math.max(5000, baseDelayMs), {
-    min: baseDelayMs,
-  });
-  const deadlineMs = checkNumber(owner, 'deadlineMs', o.deadlineMs ?? 3000, {
+  const baseDelayMs = checkNumber(owner, 'baseDelayMs', given(o.baseDelayMs, 200), { min: 0 });
+  const maxDelayMs = checkNumber(
+    owner,
+    'maxDelayMs',
+    given(o.maxDelayMs, Math.max(5000, baseDelayMs)),
+    { min: baseDelayMs },
+  );
+  const deadlineMs = checkNumber(owner, 'deadlineMs', given(o.deadlineMs, 3000), {
     min: 0,
     minExclusive: true,
   });
@@ -438,46 +500,36 @@ export function resolvePolicy(
     o.attemptTimeoutMs === undefined
       ? undefined
       : checkNumber(owner, 'attemptTimeoutMs', o.attemptTimeoutMs, { min: 0, minExclusive: true });
-  const honorRetryAfter = o.honorRetryAfter ?? true;
-  if (typeof honorRetryAfter !== 'boolean') {
-    throw new TypeError(
-      `stormproof: ${owner} honorRetryAfter must be a boolean, got ${show(honorRetryAfter)}`,
-    );
-  }
-  const random = checkFunction<RandomSource>(owner, 'random', o.random) ?? Math.random;
-  return Object.freeze({
+  if (o.signal !== undefined) checkSignal(owner, o.signal);
+  return {
     maxAttempts,
     baseDelayMs,
     maxDelayMs,
     deadlineMs,
     attemptTimeoutMs,
-    jitter: resolveJitter(owner, o.jitter),
+    jitter: o.jitter === undefined ? FULL : resolveJitter(owner, o.jitter),
     throttledDelayMultiplier: checkNumber(
       owner,
       'throttledDelayMultiplier',
-      o.throttledDelayMultiplier ?? 5,
-      {
-        min: 1,
-      },
+      given(o.throttledDelayMultiplier, 5),
+      { min: 1 },
     ),
     maxInternalErrorRetries: checkNumber(
       owner,
       'maxInternalErrorRetries',
-      o.maxInternalErrorRetries ?? 1,
-      {
-        min: 0,
-        integer: true,
-      },
+      given(o.maxInternalErrorRetries, 1),
+      { min: 0, integer: true },
     ),
-    honorRetryAfter,
-    shouldRetry: checkFunction<ResolvedPolicy['shouldRetry']>(owner, 'shouldRetry', o.shouldRetry),
+    honorRetryAfter: checkBoolean(owner, 'honorRetryAfter', o.honorRetryAfter, true),
+    shouldRetry: checkFunction<ShouldRetry>(owner, 'shouldRetry', o.shouldRetry),
+    allowNestedRetries: checkBoolean(owner, 'allowNestedRetries', o.allowNestedRetries, false),
     budget: checkBudget(owner, o.budget, () => (defaultBudget ? new RetryBudget() : undefined)),
     clock: checkClock(owner, o.clock),
-    random,
+    random: checkFunction<RandomSource>(owner, 'random', o.random) ?? Math.random,
     onRetry: checkFunction<ResolvedPolicy['onRetry']>(owner, 'onRetry', o.onRetry),
     onGiveUp: checkFunction<ResolvedPolicy['onGiveUp']>(owner, 'onGiveUp', o.onGiveUp),
     onSuccess: checkFunction<ResolvedPolicy['onSuccess']>(owner, 'onSuccess', o.onSuccess),
-  });
+  };
 }
 
 export type { FailureKind, Verdict };

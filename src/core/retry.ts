@@ -1,22 +1,41 @@
-// The async driver around `step`: run an attempt, hand its outcome to `step`, sleep, repeat.
-// It owns the timers and listeners of a call and releases every one of them before it settles.
+// The async driver around `step`: run an attempt, hand its outcome to `step`, wait, repeat. One
+// path for every call, whatever options it was given: the same timers, the same checks, the same
+// events. It keeps two promises to the caller: the call settles by its deadline whatever the
+// operation does (the attempt's signal aborts then, and a later result is dropped), and every
+// timer and listener it took is released before it settles.
+import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
 import type { Budget } from './budgets/budget.js';
-import { systemClock } from './clock.js';
+import type { Verdict } from './classify.js';
+import { type DeadlineEntry, deadlineList, type Expirable } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import {
   type AttemptContext,
   type CallOptions,
   checkCallOptions,
+  type GiveUpEvent,
   type GiveUpReason,
   type ResolvedPolicy,
+  type RetryAnswer,
   type RetryHooks,
   type RetryOptions,
   type RetryPolicyOptions,
   type RetryReport,
   resolvePolicy,
+  type SuccessEvent,
   type UnrepeatableReason,
 } from './options.js';
-import { type RetryState, startState, step } from './step.js';
+import { retriedBelow, setReport } from './report.js';
+import {
+  applyAnswer,
+  type Decision,
+  deadlinePassed,
+  defaultVerdict,
+  type RetryState,
+  startState,
+  step,
+} from './step.js';
+
+export { getRetryReport } from './report.js';
 
 /** The work to retry: called once per attempt. */
 export type Operation<T> = (context: AttemptContext) => T | PromiseLike<T>;
@@ -24,37 +43,16 @@ export type Operation<T> = (context: AttemptContext) => T | PromiseLike<T>;
 /**
  * Lets an adapter treat some resolved values as failed attempts (a fetch Response with status
  * 503, say). Such a value is classified like an error; if the call gives up on it, the call
- * resolves with it, and a value that is retried is handed to `discard` first.
+ * resolves with it. A value the call will not return (retried, or arriving after the call
+ * ended) is handed to `discard`.
  * @internal
  */
-export interface ResultJudge<T> {
+export interface ResultCheck<T> {
   isFailure(value: T): boolean;
   discard?(value: T): void;
 }
 
-const reports = new WeakMap<object, RetryReport>();
-
-/**
- * What the engine knows about a call that gave up with `error`: why, after how many attempts,
- * and how long it waited. The error itself is never wrapped or changed; the report is kept
- * beside it. Undefined for errors that did not come out of a retrying call, and for thrown
- * primitives (which cannot carry one).
- *
- * @example
- * ```ts
- * try {
- *   await retry(callApi);
- * } catch (error) {
- *   const report = getRetryReport(error); // { reason: 'deadline', attempts: 3, ... }
- * }
- * ```
- */
-export function getRetryReport(error: unknown): RetryReport | undefined {
-  return typeof error === 'object' && error !== null ? reports.get(error) : undefined;
-}
-
 const noop = () => {};
-const SUCCESS = Object.freeze({ ok: true as const });
 
 /** Calls a hook so that nothing it does (throw, reject) can reach the caller. */
 function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
@@ -69,129 +67,399 @@ function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
   }
 }
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
 /**
- * One attempt: its context (handed to the operation), its signal (made on first read), and the
- * timer and listener that end it early. `release()` frees all of them.
+ * One attempt as the operation sees it: its number and its signal (made on first read). The
+ * signal aborts when the attempt is ended from outside: the caller's abort, its timeout, the
+ * call's deadline. Read after the attempt ended that way, it is already aborted.
  */
-class Attempt implements AttemptContext {
-  readonly attempt: number;
+class AttemptScope<T> implements AttemptContext, Expirable {
   private controller: AbortController | undefined;
-  private timer: ReturnType<typeof setTimeout> | AbortController | undefined;
-  private failEarly: ((reason: unknown) => void) | undefined;
-  private onCallerAbort: (() => void) | undefined;
-  private released = false;
+  private ended = false;
+  private endReason: unknown;
+  /** The entry of this attempt's own timeout, if it has one. */
+  timeout: DeadlineEntry | undefined;
 
   constructor(
-    private readonly policy: ResolvedPolicy,
-    attempt: number,
-    private readonly startedAt: number,
-    private readonly callerSignal: AbortSignal | undefined,
-  ) {
-    this.attempt = attempt;
-  }
+    private readonly call: Call<T>,
+    readonly attempt: number,
+  ) {}
 
   get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      const controller = new AbortController();
-      this.controller = controller;
-      const caller = this.callerSignal;
-      if (caller?.aborted) controller.abort(caller.reason);
-      // Read after the attempt settled (a stashed context): nothing left to arm, nothing to leak.
-      if (this.released) return controller.signal;
-      if (caller !== undefined && !caller.aborted) this.listenToCaller(caller);
-      // Without an attempt timeout nothing else ends the attempt at the deadline: arm it now.
-      if (this.policy.attemptTimeoutMs === undefined) {
-        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.startedAt);
-        this.arm(left, () => new DeadlineExceededError(this.policy.deadlineMs));
-      }
+    let controller = this.controller;
+    if (controller === undefined) {
+      controller = this.controller = new AbortController();
+      if (this.ended) controller.abort(this.endReason);
     }
-    return this.controller.signal;
+    return controller.signal;
   }
 
-  run<T>(operation: Operation<T>): T | PromiseLike<T> {
-    const timeout = this.policy.attemptTimeoutMs;
-    const caller = this.callerSignal;
-    // The common case: nothing can end the attempt early, so there is nothing to race.
-    if (timeout === undefined && caller === undefined) return operation(this);
-    return new Promise<T>((resolve, reject) => {
-      this.failEarly = reject;
-      if (caller !== undefined) this.listenToCaller(caller);
-      if (timeout !== undefined) {
-        const left = this.policy.deadlineMs - (this.policy.clock.now() - this.startedAt);
-        const limit = Math.max(0, Math.min(timeout, left));
-        this.arm(limit, () => new AttemptTimeoutError(limit));
-      }
-      try {
-        Promise.resolve(operation(this)).then(resolve, reject);
-      } catch (error) {
-        reject(error);
-      }
-    });
-  }
-
-  private listenToCaller(caller: AbortSignal): void {
-    if (this.onCallerAbort !== undefined) return;
-    const onAbort = () => this.end(caller.reason);
-    this.onCallerAbort = onAbort;
-    caller.addEventListener('abort', onAbort, { once: true });
-  }
-
-  /**
-   * Ends the attempt after `ms` with the error `reason()` makes, unless it is released first. The
-   * error is made only if the timer fires: capturing a stack costs more than the whole attempt's
-   * bookkeeping, and almost every timer is cleared.
-   */
-  private arm(ms: number, reason: () => Error): void {
-    if (this.policy.clock === systemClock) {
-      // On the platform's own clock a plain timer does the same for less than an abortable sleep:
-      // this runs once per attempt of every fetch.
-      this.timer = setTimeout(() => this.end(reason()), ms);
-      return;
-    }
-    const cancel = new AbortController();
-    this.timer = cancel;
-    this.policy.clock.sleep(ms, cancel.signal).then(() => this.end(reason()), noop);
-  }
-
-  private end(reason: unknown): void {
+  /** Ends the attempt from outside: its signal aborts with `reason`. */
+  end(reason: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.endReason = reason;
     this.controller?.abort(reason);
-    this.failEarly?.(reason);
   }
 
-  release(): void {
-    this.released = true;
-    const timer = this.timer;
-    if (timer instanceof AbortController) timer.abort();
-    else if (timer !== undefined) clearTimeout(timer);
-    if (this.onCallerAbort !== undefined) {
-      this.callerSignal?.removeEventListener('abort', this.onCallerAbort);
-    }
-    this.failEarly = undefined;
+  /** The attempt's own timeout passed. */
+  expire(): void {
+    this.call.attemptTimedOut(this);
   }
 }
 
-function giveUpReport(
-  reason: GiveUpReason,
-  state: RetryState,
-  nowMs: number,
-  error: unknown,
-  verdict?: RetryReport['verdict'],
-): RetryReport {
-  const report: RetryReport = {
-    reason,
-    attempts: state.attempt,
-    totalDelayMs: state.totalDelayMs,
-    elapsedMs: nowMs - state.startedAt,
-    ...(verdict === undefined ? {} : { verdict }),
-  };
-  if (typeof error === 'object' && error !== null) reports.set(error, report);
-  return report;
+enum Phase {
+  /** An attempt is running. */
+  Attempt,
+  /** `shouldRetry` is deciding, asynchronously. */
+  Judging,
+  /** Waiting before the next attempt. */
+  Waiting,
+  /** Settled: anything that arrives now is dropped. */
+  Done,
 }
 
 /** A failed attempt: what it threw, or the resolved value that counted as a failure. */
 interface Failure {
   readonly error: unknown;
   readonly isValue: boolean;
+}
+
+/** One call: its attempts, waits, timers and listeners, from start to settlement. */
+class Call<T> implements Expirable, AbortWatcher {
+  private phase = Phase.Attempt;
+  private scope: AttemptScope<T> | undefined;
+  private state: RetryState | undefined;
+  private next: RetryState | undefined;
+  private failure: Failure | undefined;
+  private verdict: Verdict | undefined;
+  private readonly deadline: DeadlineEntry;
+  private wait: AbortController | undefined;
+  private waitStartedAt = 0;
+  private resolve!: (value: T) => void;
+  private reject!: (reason: unknown) => void;
+  readonly promise: Promise<T>;
+
+  constructor(
+    private readonly policy: ResolvedPolicy,
+    private readonly operation: Operation<T>,
+    private readonly call: CallOptions | undefined,
+    private readonly check: ResultCheck<T> | undefined,
+    private readonly unrepeatable: UnrepeatableReason | undefined,
+    private readonly startedAt: number,
+  ) {
+    this.promise = new Promise<T>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    const deadlineMs = policy.deadlineMs;
+    this.deadline = deadlineList(policy.clock, deadlineMs).add(
+      this,
+      startedAt + deadlineMs,
+      startedAt,
+    );
+    const signal = call?.signal;
+    if (signal !== undefined) watchAbort(signal, this);
+    this.runAttempt(1);
+  }
+
+  /** The state of the attempt that runs or last ran; made on the first failure. */
+  private current(): RetryState {
+    let state = this.state;
+    if (state === undefined) {
+      state = startState(this.policy, this.startedAt);
+      if (this.unrepeatable !== undefined) state = { ...state, unrepeatable: this.unrepeatable };
+      this.state = state;
+    }
+    return state;
+  }
+
+  private runAttempt(attempt: number): void {
+    const scope = new AttemptScope(this, attempt);
+    this.scope = scope;
+    this.phase = Phase.Attempt;
+    const timeoutMs = this.policy.attemptTimeoutMs;
+    if (timeoutMs !== undefined) {
+      const clock = this.policy.clock;
+      const now = clock.now();
+      // Past the deadline the call's own entry ends the attempt: one timer is enough.
+      if (now + timeoutMs < this.deadline.at) {
+        scope.timeout = deadlineList(clock, timeoutMs).add(scope, now + timeoutMs, now);
+      }
+    }
+    let result: T | PromiseLike<T>;
+    try {
+      result = this.operation(scope);
+    } catch (error) {
+      this.attemptFailed(scope, error);
+      return;
+    }
+    Promise.resolve(result).then(
+      (value) => this.attemptReturned(scope, value),
+      (error: unknown) => this.attemptFailed(scope, error),
+    );
+  }
+
+  /** Ends the running attempt's own timer. */
+  private endAttempt(scope: AttemptScope<T>): void {
+    const timeout = scope.timeout;
+    if (timeout !== undefined) {
+      scope.timeout = undefined;
+      deadlineList(this.policy.clock, this.policy.attemptTimeoutMs!).remove(timeout);
+    }
+  }
+
+  private attemptReturned(scope: AttemptScope<T>, value: T): void {
+    if (scope !== this.scope || this.phase !== Phase.Attempt) {
+      this.check?.discard?.(value); // Too late: the call ended without it.
+      return;
+    }
+    if (this.check?.isFailure(value)) this.failed(scope, { error: value, isValue: true });
+    else this.succeed(scope, value);
+  }
+
+  private attemptFailed(scope: AttemptScope<T>, error: unknown): void {
+    if (scope !== this.scope || this.phase !== Phase.Attempt) return; // Too late: dropped.
+    this.failed(scope, { error, isValue: false });
+  }
+
+  /** The attempt's own timeout passed: it fails as a timeout (retryable while time is left). */
+  attemptTimedOut(scope: AttemptScope<T>): void {
+    if (scope !== this.scope || this.phase !== Phase.Attempt) return;
+    scope.timeout = undefined;
+    const error = new AttemptTimeoutError(this.policy.attemptTimeoutMs!);
+    scope.end(error);
+    this.failed(scope, { error, isValue: false });
+  }
+
+  private succeed(scope: AttemptScope<T>, value: T): void {
+    this.endAttempt(scope);
+    this.settle();
+    const policy = this.policy;
+    policy.budget?.recordSuccess();
+    if (policy.onSuccess !== undefined || this.call?.onSuccess !== undefined) {
+      const state = this.state;
+      const event: SuccessEvent = {
+        attempts: scope.attempt,
+        totalDelayMs: state?.totalDelayMs ?? 0,
+        elapsedMs: policy.clock.now() - this.startedAt,
+      };
+      emit(policy.onSuccess, event);
+      emit(this.call?.onSuccess, event);
+    }
+    this.resolve(value);
+  }
+
+  private failed(scope: AttemptScope<T>, failure: Failure): void {
+    this.endAttempt(scope);
+    this.failure = failure;
+    const policy = this.policy;
+    const state = this.current();
+    const error = failure.error;
+    const shouldRetry = policy.shouldRetry;
+    if (shouldRetry === undefined || (!policy.allowNestedRetries && retriedBelow(error))) {
+      this.decide(step(policy, state, { ok: false, error }, policy.clock.now()));
+      return;
+    }
+    const verdict = defaultVerdict(policy, state, error);
+    this.verdict = verdict;
+    let answer: RetryAnswer | PromiseLike<RetryAnswer>;
+    try {
+      answer = shouldRetry({
+        error,
+        attempt: state.attempt,
+        elapsedMs: policy.clock.now() - this.startedAt,
+        verdict,
+      });
+    } catch (thrown) {
+      this.shouldRetryFailed(thrown);
+      return;
+    }
+    if (!isThenable(answer)) {
+      this.answered(verdict, answer);
+      return;
+    }
+    this.phase = Phase.Judging;
+    Promise.resolve(answer).then(
+      (late) => {
+        if (this.phase === Phase.Judging && this.failure === failure) this.answered(verdict, late);
+      },
+      (thrown: unknown) => {
+        if (this.phase === Phase.Judging && this.failure === failure)
+          this.shouldRetryFailed(thrown);
+      },
+    );
+  }
+
+  private answered(verdict: Verdict, answer: RetryAnswer): void {
+    let judged: Verdict;
+    try {
+      judged = applyAnswer(verdict, answer);
+    } catch (thrown) {
+      this.shouldRetryFailed(thrown);
+      return;
+    }
+    const now = this.policy.clock.now();
+    this.decide(
+      step(
+        this.policy,
+        this.current(),
+        { ok: false, error: this.failure!.error, verdict: judged },
+        now,
+      ),
+    );
+  }
+
+  /**
+   * `shouldRetry` threw: the call ends without retrying and rejects with what it threw, the
+   * operation's failure attached as its `cause` when it has none of its own.
+   */
+  private shouldRetryFailed(thrown: unknown): void {
+    const failure = this.failure!;
+    if (
+      typeof thrown === 'object' &&
+      thrown !== null &&
+      !('cause' in thrown) &&
+      Object.isExtensible(thrown)
+    ) {
+      Object.defineProperty(thrown, 'cause', {
+        value: failure.error,
+        writable: true,
+        configurable: true,
+      });
+    }
+    this.policy.budget?.recordFailure(this.policy.clock.now(), this.verdict?.retryable ?? false);
+    this.failure = { error: thrown, isValue: false };
+    this.giveUp('should-retry-failed', this.verdict, undefined, 0);
+  }
+
+  private decide(decision: Decision): void {
+    if (decision.action === 'give-up') {
+      this.giveUp(decision.reason, decision.verdict, decision.inner, 0);
+      return;
+    }
+    if (decision.action !== 'retry') return;
+    const policy = this.policy;
+    const { error, isValue } = this.failure!;
+    const state = this.current();
+    this.verdict = decision.verdict;
+    if (policy.onRetry !== undefined || this.call?.onRetry !== undefined) {
+      const event = {
+        attempt: state.attempt,
+        error,
+        verdict: decision.verdict,
+        delayMs: decision.delayMs,
+        elapsedMs: policy.clock.now() - this.startedAt,
+      };
+      emit(policy.onRetry, event);
+      emit(this.call?.onRetry, event);
+      if (this.phase === Phase.Done) return; // A hook aborted the call.
+    }
+    if (isValue) this.check?.discard?.(error as T);
+    this.next = decision.state;
+    if (decision.delayMs <= 0) {
+      this.waited();
+      return;
+    }
+    this.phase = Phase.Waiting;
+    const wait = new AbortController();
+    this.wait = wait;
+    this.waitStartedAt = policy.clock.now();
+    policy.clock.sleep(decision.delayMs, wait.signal).then(() => {
+      if (this.wait === wait) this.waited();
+    }, noop);
+  }
+
+  private waited(): void {
+    this.wait = undefined;
+    if (this.phase === Phase.Done) return;
+    const next = this.next!;
+    this.state = next;
+    this.runAttempt(next.attempt);
+  }
+
+  /** The call's deadline passed: it settles now, whatever is still running. */
+  expire(nowMs: number): void {
+    const phase = this.phase;
+    if (phase === Phase.Done) return;
+    const state = this.current();
+    let waitedMs = 0;
+    if (phase === Phase.Attempt) {
+      const scope = this.scope!;
+      const error = new DeadlineExceededError(this.policy.deadlineMs);
+      scope.end(error);
+      this.endAttempt(scope);
+      this.failure = { error, isValue: false };
+      this.verdict = defaultVerdict(this.policy, state, error);
+    } else if (phase === Phase.Waiting) {
+      waitedMs = nowMs - this.waitStartedAt;
+    }
+    const verdict = this.verdict ?? defaultVerdict(this.policy, state, this.failure!.error);
+    const reason = deadlinePassed(this.policy, verdict, nowMs, phase !== Phase.Waiting);
+    this.giveUp(reason, verdict, undefined, waitedMs);
+  }
+
+  /** The caller's signal aborted: the call rejects with its reason, at once. */
+  onAbort(reason: unknown): void {
+    const phase = this.phase;
+    if (phase === Phase.Done) return;
+    if (phase === Phase.Attempt) {
+      const scope = this.scope!;
+      scope.end(reason);
+      this.endAttempt(scope);
+    }
+    const waitedMs = phase === Phase.Waiting ? this.policy.clock.now() - this.waitStartedAt : 0;
+    this.failure = { error: reason, isValue: false };
+    this.giveUp('aborted', undefined, undefined, waitedMs);
+  }
+
+  /** Releases the deadline entry, the caller's signal and any wait. */
+  private settle(): void {
+    this.phase = Phase.Done;
+    const policy = this.policy;
+    deadlineList(policy.clock, policy.deadlineMs).remove(this.deadline);
+    const signal = this.call?.signal;
+    if (signal !== undefined) unwatchAbort(signal, this);
+    const wait = this.wait;
+    if (wait !== undefined) {
+      this.wait = undefined;
+      wait.abort();
+    }
+  }
+
+  private giveUp(
+    reason: GiveUpReason,
+    verdict: Verdict | undefined,
+    inner: RetryReport | undefined,
+    waitedMs: number,
+  ): void {
+    this.settle();
+    const { error, isValue } = this.failure!;
+    const state = this.current();
+    const report: RetryReport = {
+      reason,
+      attempts: state.attempt,
+      totalDelayMs: state.totalDelayMs + waitedMs,
+      elapsedMs: this.policy.clock.now() - this.startedAt,
+      ...(verdict === undefined ? {} : { verdict }),
+      ...(inner === undefined ? {} : { inner }),
+    };
+    setReport(error, report);
+    if (this.policy.onGiveUp !== undefined || this.call?.onGiveUp !== undefined) {
+      const event: GiveUpEvent = { ...report, error };
+      emit(this.policy.onGiveUp, event);
+      emit(this.call?.onGiveUp, event);
+    }
+    if (isValue) this.resolve(error as T);
+    else this.reject(error);
+  }
 }
 
 /**
@@ -205,177 +473,23 @@ export function execute<T>(
   policy: ResolvedPolicy,
   operation: Operation<T>,
   call: CallOptions | undefined,
-  judge?: ResultJudge<T>,
+  check?: ResultCheck<T>,
   unrepeatable?: UnrepeatableReason,
 ): Promise<T> {
-  const signal = call?.signal;
   const startedAt = policy.clock.now();
+  const signal = call?.signal;
   if (signal?.aborted) {
-    return Promise.reject(abandon(policy, call, startState(policy, startedAt), signal.reason));
+    const reason = signal.reason;
+    const report: RetryReport = { reason: 'aborted', attempts: 0, totalDelayMs: 0, elapsedMs: 0 };
+    setReport(reason, report);
+    emitGiveUp(policy, call, { ...report, error: reason });
+    return Promise.reject(reason);
   }
   policy.budget?.recordRequest(startedAt);
-  if (
-    signal !== undefined ||
-    policy.attemptTimeoutMs !== undefined ||
-    judge !== undefined ||
-    unrepeatable !== undefined
-  ) {
-    const state = startState(policy, startedAt);
-    const first = unrepeatable === undefined ? state : { ...state, unrepeatable };
-    return attemptLoop(policy, operation, call, judge, first, undefined);
-  }
-  // The common case, kept free of async frames and of the state object: nothing can end the
-  // first attempt early and no result needs judging, so its promise is only observed.
-  const attempt = new Attempt(policy, 1, startedAt, undefined);
-  let result: T | PromiseLike<T>;
-  try {
-    result = operation(attempt);
-  } catch (error) {
-    attempt.release();
-    return attemptLoop(policy, operation, call, judge, startState(policy, startedAt), {
-      error,
-      isValue: false,
-    });
-  }
-  return Promise.resolve(result).then(
-    (value) => {
-      attempt.release();
-      if (
-        policy.budget !== undefined ||
-        policy.onSuccess !== undefined ||
-        call?.onSuccess !== undefined
-      ) {
-        succeed(policy, call, startState(policy, startedAt));
-      }
-      return value;
-    },
-    (error: unknown) => {
-      attempt.release();
-      return attemptLoop(policy, operation, call, judge, startState(policy, startedAt), {
-        error,
-        isValue: false,
-      });
-    },
-  );
+  return new Call(policy, operation, call, check, unrepeatable, startedAt).promise;
 }
 
-/** Reports a caller's abort as the call's end and returns the reason to reject with. */
-function abandon(
-  policy: ResolvedPolicy,
-  call: CallOptions | undefined,
-  state: RetryState,
-  reason: unknown,
-): unknown {
-  const report = giveUpReport('aborted', state, policy.clock.now(), reason);
-  emitGiveUp(policy, call, { ...report, error: reason });
-  return reason;
-}
-
-/** After a success: tell the budget (through `step`) and the hooks. */
-function succeed(policy: ResolvedPolicy, call: CallOptions | undefined, state: RetryState): void {
-  const hooked = policy.onSuccess !== undefined || call?.onSuccess !== undefined;
-  if (!hooked) {
-    // Nobody will read the time, and a success does not need it: spare the clock read.
-    if (policy.budget !== undefined) step(policy, state, SUCCESS, state.startedAt);
-    return;
-  }
-  const now = policy.clock.now();
-  step(policy, state, SUCCESS, now);
-  emitSuccess(policy, call, {
-    attempts: state.attempt,
-    totalDelayMs: state.totalDelayMs,
-    elapsedMs: now - state.startedAt,
-  });
-}
-
-/** Runs attempts (starting with `failure` if the first one already failed) until the call ends. */
-async function attemptLoop<T>(
-  policy: ResolvedPolicy,
-  operation: Operation<T>,
-  call: CallOptions | undefined,
-  judge: ResultJudge<T> | undefined,
-  first: RetryState,
-  failure: Failure | undefined,
-): Promise<T> {
-  const clock = policy.clock;
-  const signal = call?.signal;
-  let state = first;
-  let pending = failure;
-  for (;;) {
-    if (pending === undefined) {
-      const attempt = new Attempt(policy, state.attempt, state.startedAt, signal);
-      try {
-        const value = await attempt.run(operation);
-        if (judge?.isFailure(value)) {
-          pending = { error: value, isValue: true };
-        } else {
-          attempt.release();
-          succeed(policy, call, state);
-          return value;
-        }
-      } catch (error) {
-        pending = { error, isValue: false };
-      } finally {
-        attempt.release();
-      }
-    }
-    const { error, isValue } = pending;
-    pending = undefined;
-    // A caller's abort is final: never classified, never retried.
-    if (signal?.aborted) throw abandon(policy, call, state, signal.reason);
-
-    const now = clock.now();
-    const decision = step(policy, state, { ok: false, error }, now);
-    if (decision.action !== 'retry') {
-      const reason = decision.action === 'give-up' ? decision.reason : 'not-retryable';
-      const verdict = decision.action === 'give-up' ? decision.verdict : undefined;
-      const report = giveUpReport(reason, state, now, error, verdict);
-      emitGiveUp(policy, call, { ...report, error });
-      if (isValue) return error as T;
-      throw error;
-    }
-
-    if (policy.onRetry !== undefined || call?.onRetry !== undefined) {
-      const event = {
-        attempt: state.attempt,
-        error,
-        verdict: decision.verdict,
-        delayMs: decision.delayMs,
-        elapsedMs: now - state.startedAt,
-      };
-      emit(policy.onRetry, event);
-      emit(call?.onRetry, event);
-    }
-    if (isValue) judge?.discard?.(error as T);
-    state = decision.state;
-    if (decision.delayMs > 0) {
-      try {
-        await clock.sleep(decision.delayMs, signal);
-      } catch (reason) {
-        if (signal?.aborted) throw abandon(policy, call, state, signal.reason);
-        throw reason;
-      }
-    }
-    // An abort that came while no sleep was listening (a hook, a zero wait) ends the call here:
-    // an attempt started on an aborted signal would never hear of it.
-    if (signal?.aborted) throw abandon(policy, call, state, signal.reason);
-  }
-}
-
-function emitSuccess(
-  policy: RetryHooks,
-  call: RetryHooks | undefined,
-  event: Parameters<NonNullable<RetryHooks['onSuccess']>>[0],
-) {
-  emit(policy.onSuccess, event);
-  emit(call?.onSuccess, event);
-}
-
-function emitGiveUp(
-  policy: RetryHooks,
-  call: RetryHooks | undefined,
-  event: Parameters<NonNullable<RetryHooks['onGiveUp']>>[0],
-) {
+function emitGiveUp(policy: RetryHooks, call: RetryHooks | undefined, event: GiveUpEvent) {
   emit(policy.onGiveUp, event);
   emit(call?.onGiveUp, event);
 }
@@ -405,10 +519,9 @@ export interface RetryPolicy {
  * ```
  */
 export function createRetryPolicy(options?: RetryPolicyOptions): RetryPolicy {
-  const resolved = resolvePolicy('createRetryPolicy', options, {
-    defaultBudget: true,
-    allowCallKeys: false,
-  });
+  const resolved = Object.freeze(
+    resolvePolicy('createRetryPolicy', options, { defaultBudget: true, allowCallKeys: false }),
+  );
   return Object.freeze({
     options: resolved,
     budget: resolved.budget,
@@ -432,10 +545,9 @@ function checkOperation<T>(operation: Operation<T>): Operation<T> {
 }
 
 /** `retry(op)` with no options: the defaults, filled once. */
-const DEFAULT_ONE_OFF = resolvePolicy('retry', undefined, {
-  defaultBudget: false,
-  allowCallKeys: true,
-});
+const DEFAULT_ONE_OFF = Object.freeze(
+  resolvePolicy('retry', undefined, { defaultBudget: false, allowCallKeys: true }),
+);
 
 /**
  * Runs one call with retries: up to 4 attempts, capped exponential backoff with full jitter,

@@ -1,9 +1,17 @@
 // The retry decision, in one synchronous step: classify the outcome, compute the next wait, check
-// the deadline, ask the budget. `retry()`, the fetch and gRPC adapters and the simulator all
-// drive this same function; none of them decides anything on its own.
+// the deadline, ask the budget. `retry()`, the fetch adapter and the simulator all drive this
+// same function; none of them decides anything on its own.
 import { backoffCeiling, jitteredDelay } from './backoff.js';
 import { classify, type Verdict } from './classify.js';
-import type { GiveUpReason, ResolvedPolicy, UnrepeatableReason } from './options.js';
+import type {
+  GiveUpReason,
+  ResolvedPolicy,
+  RetryAnswer,
+  RetryReport,
+  UnrepeatableReason,
+} from './options.js';
+import { retriedBelow } from './report.js';
+import { show } from './validate.js';
 
 /** Where a call stands between attempts. Immutable: `step` returns the next one. */
 export interface RetryState {
@@ -26,8 +34,13 @@ export interface RetryState {
   readonly unrepeatable?: UnrepeatableReason;
 }
 
-/** How an attempt ended. */
-export type Outcome = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
+/**
+ * How an attempt ended. A failure may carry the verdict already reached (the driver does, after
+ * awaiting an asynchronous `shouldRetry`); without one, `step` judges it.
+ */
+export type Outcome =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly error: unknown; readonly verdict?: Verdict };
 
 /** What to do next. */
 export type Decision =
@@ -45,6 +58,8 @@ export type Decision =
       readonly reason: GiveUpReason;
       readonly verdict: Verdict;
       readonly state: RetryState;
+      /** With `'already-retried'`: the report of the call the failure came out of. */
+      readonly inner?: RetryReport;
     };
 
 /** The decision after any success: the call is done. Shared, so a success allocates nothing. */
@@ -62,25 +77,66 @@ export function startState(policy: ResolvedPolicy, nowMs: number): RetryState {
   };
 }
 
-/** The default verdict, with the per-call limit on 500s applied, then the user's override. */
-function judge(policy: ResolvedPolicy, state: RetryState, error: unknown, nowMs: number): Verdict {
-  let verdict = classify(error);
+/** The default classifier's verdict, with the per-call limit on 500s applied. */
+export function defaultVerdict(policy: ResolvedPolicy, state: RetryState, error: unknown): Verdict {
+  const verdict = classify(error);
   if (
     verdict.kind === 'internal' &&
     verdict.retryable &&
     state.internalErrorRetries >= policy.maxInternalErrorRetries
   ) {
-    verdict = { ...verdict, retryable: false };
+    return { ...verdict, retryable: false };
   }
-  const override = policy.shouldRetry;
-  if (override === undefined) return verdict;
-  const answer = override({
+  return verdict;
+}
+
+/**
+ * Turns `shouldRetry`'s answer into a verdict: yes or no changes only `retryable`, `undefined`
+ * keeps the default, a verdict replaces it. Anything else is a TypeError (the answer is a bug).
+ */
+export function applyAnswer(verdict: Verdict, answer: RetryAnswer): Verdict {
+  if (answer === undefined) return verdict;
+  if (typeof answer === 'boolean') {
+    return answer === verdict.retryable ? verdict : { ...verdict, retryable: answer };
+  }
+  if (typeof answer === 'object' && answer !== null && typeof answer.retryable === 'boolean') {
+    return answer;
+  }
+  throw new TypeError(
+    `stormproof: shouldRetry must answer true, false, undefined or a verdict, got ${show(answer)}`,
+  );
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
+}
+
+/** The verdict for a failure: the default classifier's, then `shouldRetry`'s answer, synchronously. */
+function judgeNow(
+  policy: ResolvedPolicy,
+  state: RetryState,
+  error: unknown,
+  nowMs: number,
+): Verdict {
+  const verdict = defaultVerdict(policy, state, error);
+  const shouldRetry = policy.shouldRetry;
+  if (shouldRetry === undefined) return verdict;
+  const answer = shouldRetry({
     error,
     attempt: state.attempt,
     elapsedMs: nowMs - state.startedAt,
     verdict,
   });
-  return typeof answer === 'boolean' ? { ...verdict, retryable: answer } : answer;
+  if (isThenable(answer)) {
+    throw new TypeError(
+      'stormproof: step() cannot wait for an asynchronous shouldRetry; await it and pass outcome.verdict',
+    );
+  }
+  return applyAnswer(verdict, answer);
 }
 
 /**
@@ -109,7 +165,15 @@ export function step(
     budget?.recordSuccess();
     return SUCCEEDED;
   }
-  const verdict = judge(policy, state, outcome.error, nowMs);
+  const error = outcome.error;
+  // One layer retries: a failure that already came out of a retrying call passes up untouched.
+  const inner = policy.allowNestedRetries ? undefined : retriedBelow(error);
+  if (inner !== undefined) {
+    const verdict = outcome.verdict ?? defaultVerdict(policy, state, error);
+    budget?.recordFailure(nowMs, verdict.retryable || verdict.kind === 'do-not-retry');
+    return { action: 'give-up', reason: 'already-retried', verdict, state, inner };
+  }
+  const verdict = outcome.verdict ?? judgeNow(policy, state, error, nowMs);
   budget?.recordFailure(nowMs, verdict.retryable || verdict.kind === 'do-not-retry');
   const giveUp = (reason: GiveUpReason): Decision => ({
     action: 'give-up',
@@ -120,14 +184,19 @@ export function step(
   if (!verdict.retryable) return giveUp('not-retryable');
   if (state.unrepeatable !== undefined) return giveUp(state.unrepeatable);
   if (state.attempt >= policy.maxAttempts) return giveUp('max-attempts');
+  const elapsedMs = nowMs - state.startedAt;
+  // Checked first: a timer that fires late must not make the deadline look like the server's.
+  if (elapsedMs >= policy.deadlineMs) return giveUp('deadline');
 
   let delayMs: number;
-  let serverPauseMs: number;
   let backoffIndex: number;
   let previousDelayMs: number;
   if (verdict.pushbackMs !== undefined) {
     // The server chose the wait: use it exactly, and start the backoff over after it.
-    delayMs = serverPauseMs = verdict.pushbackMs;
+    if (elapsedMs + verdict.pushbackMs >= policy.deadlineMs) {
+      return giveUp('pushback-beyond-deadline');
+    }
+    delayMs = verdict.pushbackMs;
     backoffIndex = 0;
     previousDelayMs = policy.baseDelayMs;
   } else {
@@ -136,27 +205,29 @@ export function step(
         ? policy.baseDelayMs * policy.throttledDelayMultiplier
         : policy.baseDelayMs;
     const ceiling = backoffCeiling(base, policy.maxDelayMs, state.backoffIndex);
+    const floor = Math.min(base, policy.maxDelayMs);
     const backoff = jitteredDelay(
       policy.jitter,
       ceiling,
-      state.previousDelayMs,
-      Math.min(base, policy.maxDelayMs),
+      // Decorrelated jitter draws from [base, 3 * previous]: a larger (throttled) base starts
+      // its own sequence instead of drawing from an inverted range.
+      Math.max(state.previousDelayMs, floor),
+      floor,
       policy.maxDelayMs,
       policy.random,
     );
-    serverPauseMs = policy.honorRetryAfter ? (verdict.retryAfterMs ?? 0) : 0;
+    const serverPauseMs = policy.honorRetryAfter ? (verdict.retryAfterMs ?? 0) : 0;
+    if (serverPauseMs > 0 && elapsedMs + serverPauseMs >= policy.deadlineMs) {
+      return giveUp('retry-after-beyond-deadline');
+    }
     // The server's pause is added to the jittered wait, never max(wait, pause): clients that were
     // told the same value must not return in the same instant.
     delayMs = backoff + serverPauseMs;
     backoffIndex = state.backoffIndex + 1;
     previousDelayMs = backoff;
   }
-
-  const elapsedMs = nowMs - state.startedAt;
-  if (elapsedMs + serverPauseMs > policy.deadlineMs) return giveUp('retry-after-beyond-deadline');
-  if (elapsedMs + delayMs > policy.deadlineMs || elapsedMs >= policy.deadlineMs) {
-    return giveUp('deadline');
-  }
+  // A retry must start before the deadline, with time left to run.
+  if (elapsedMs + delayMs >= policy.deadlineMs) return giveUp('deadline');
   if (budget !== undefined && !budget.tryRetry(nowMs)) return giveUp('budget');
 
   return {
@@ -172,4 +243,20 @@ export function step(
       internalErrorRetries: state.internalErrorRetries + (verdict.kind === 'internal' ? 1 : 0),
     },
   };
+}
+
+/**
+ * The call's deadline passed while an attempt was still running (or `shouldRetry` was still
+ * deciding): the call gives up at once with reason `'deadline'`, and the unfinished attempt counts
+ * as a failure (a timeout) for the budget. After a wait that overran the deadline there is
+ * nothing to count: `step` counted that failure before the wait.
+ */
+export function deadlinePassed(
+  policy: ResolvedPolicy,
+  verdict: Verdict,
+  nowMs: number,
+  attemptUnfinished: boolean,
+): GiveUpReason {
+  if (attemptUnfinished) policy.budget?.recordFailure(nowMs, verdict.retryable);
+  return 'deadline';
 }

@@ -14,6 +14,14 @@ export function show(value: unknown): string {
   }
 }
 
+/**
+ * An option's value, or `fallback` when it was left out. Only `undefined` means "use the default":
+ * `null` is passed on, so the option's own check rejects it with the option's name.
+ */
+export function given<T>(value: unknown, fallback: T): unknown {
+  return value === undefined ? fallback : value;
+}
+
 /** A finite number within [min, max]; `integer` also demands a whole number. */
 export function checkNumber(
   owner: string,

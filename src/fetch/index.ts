@@ -23,6 +23,8 @@
  *
  * @module
  */
+
+import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch.js';
 import { OVERLOADED_HEADER } from '../core/classify.js';
 import {
   type AttemptContext,
@@ -39,7 +41,7 @@ import {
   type SuccessEvent,
   type UnrepeatableReason,
 } from '../core/options.js';
-import { execute, getRetryReport, type ResultJudge } from '../core/retry.js';
+import { execute, getRetryReport, type ResultCheck } from '../core/retry.js';
 import { checkKnownKeys, checkOptionsObject, show } from '../core/validate.js';
 import { redactUrl } from './redact.js';
 import {
@@ -343,18 +345,52 @@ const globalFetch: FetchFunction = (input, init) => globalThis.fetch(input, init
 const isFailure = (response: Response): boolean => response.status >= 400;
 
 /**
- * The signal one attempt's fetch gets: the engine's (the caller's abort, the attempt timeout,
- * the deadline) joined with the caller's, so that the caller's abort also stops the body of the
- * response it is given, as with plain fetch. AbortSignal.any adds no listener to the caller's
- * signal; where it is missing, the engine's signal alone still stops every attempt.
+ * Carries the caller's abort to one attempt's fetch, also after the call returned its response,
+ * so that aborting still stops the body being read, as with plain fetch. It listens through the
+ * engine's one listener per caller signal (a long-lived signal shared by every call gains no
+ * listener per call), holds the attempt's controller weakly, and lets go when the response is
+ * discarded, when the attempt failed, or when the response is garbage-collected.
  */
-function attemptSignal(caller: AbortSignal | undefined, engine: AbortSignal): AbortSignal {
-  if (caller === undefined || typeof AbortSignal.any !== 'function') return engine;
-  try {
-    return AbortSignal.any([caller, engine]);
-  } catch {
-    return engine; // A caller's signal from another implementation.
+class CallerLink implements AbortWatcher {
+  private readonly target: WeakRef<AbortController> | AbortController;
+  private linked = true;
+
+  constructor(
+    controller: AbortController,
+    private readonly caller: AbortSignal,
+  ) {
+    this.target = typeof WeakRef === 'function' ? new WeakRef(controller) : controller;
+    watchAbort(caller, this);
   }
+
+  onAbort(reason: unknown): void {
+    const target = this.target;
+    (target instanceof AbortController ? target : target.deref())?.abort(reason);
+  }
+
+  release(): void {
+    if (!this.linked) return;
+    this.linked = false;
+    unwatchAbort(this.caller, this);
+    responseLinks?.unregister(this);
+  }
+}
+
+/** Releases a returned response's link to the caller's signal once nobody holds the response. */
+const responseLinks =
+  typeof FinalizationRegistry === 'function'
+    ? new FinalizationRegistry<CallerLink>((link) => link.release())
+    : undefined;
+
+/** The signal for one attempt's fetch: the engine's, joined with the caller's by a `CallerLink`. */
+function linkSignals(
+  caller: AbortSignal,
+  engine: AbortSignal,
+): { signal: AbortSignal; link: CallerLink } {
+  const controller = new AbortController();
+  if (engine.aborted) controller.abort(engine.reason);
+  else engine.addEventListener('abort', () => controller.abort(engine.reason), { once: true });
+  return { signal: controller.signal, link: new CallerLink(controller, caller) };
 }
 
 /** Builds the event a fetch hook receives from the engine's: no Response, ever. */
@@ -410,8 +446,21 @@ async function send(
   /** The response of the latest attempt, until it is returned or discarded. */
   let last: Response | undefined;
 
+  /** Each response's link to the caller's signal, until it is discarded or returned. */
+  const links = callerSignal === undefined ? undefined : new Map<Response, CallerLink>();
+  const dropLink = (response: Response) => {
+    links?.get(response)?.release();
+    links?.delete(response);
+  };
+
   const operation = async ({ attempt, signal }: AttemptContext): Promise<Response> => {
-    const attemptInit: RequestInit = { ...init, signal: attemptSignal(callerSignal, signal) };
+    let link: CallerLink | undefined;
+    const attemptInit: RequestInit = { ...init, signal };
+    if (callerSignal !== undefined) {
+      const linked = linkSignals(callerSignal, signal);
+      attemptInit.signal = linked.signal;
+      link = linked.link;
+    }
     if (attempt > 1 && settings.attemptHeader !== undefined) {
       const retryHeaders = new Headers(headers);
       retryHeaders.set(settings.attemptHeader, String(attempt));
@@ -419,9 +468,20 @@ async function send(
     } else if (changedHeaders && headers !== undefined) {
       attemptInit.headers = headers;
     }
-    const response = await fetchImpl(spare === undefined ? input : spare.clone(), attemptInit);
+    let response: Response;
+    try {
+      response = await fetchImpl(spare === undefined ? input : spare.clone(), attemptInit);
+    } catch (error) {
+      link?.release();
+      throw error;
+    }
+    if (link !== undefined) {
+      links?.set(response, link);
+      responseLinks?.register(response, link, link);
+    }
     // The attempt ended (timeout, deadline, abort) just as the response came: nobody will read it.
     if (signal.aborted) {
+      dropLink(response);
       cancelBody(response);
       throw signal.reason;
     }
@@ -429,10 +489,11 @@ async function send(
     if (isKeyed) settings.keyed.add(response);
     return response;
   };
-  const judge: ResultJudge<Response> = {
+  const check: ResultCheck<Response> = {
     isFailure,
     discard: (response) => {
       if (response === last) last = undefined;
+      dropLink(response);
       cancelBody(response);
     },
   };
@@ -462,10 +523,13 @@ async function send(
   }
 
   try {
-    return await execute(settings.policy, operation, call, judge, unrepeatable);
+    const response = await execute(settings.policy, operation, call, check, unrepeatable);
+    // The caller keeps this response: its link now lasts as long as the response does.
+    links?.delete(response);
+    return response;
   } catch (error) {
     // A failed response the call will not return (the caller aborted as it came): free it.
-    if (last !== undefined) cancelBody(last);
+    if (last !== undefined) check.discard!(last);
     throw error;
   } finally {
     // The spare copy of a Request's body is not needed any more: drop what it buffered.

@@ -175,6 +175,10 @@ export async function runLayers(options?: LayersOptions): Promise<LayersResult> 
         jitter: o.jitter as Jitter | undefined,
         // No layer gives up for time here: the count is the worst case.
         deadlineMs: Number.MAX_SAFE_INTEGER,
+        // The layers of the old stack are separate libraries in separate processes: none knows
+        // that the failure it sees was already retried below (in one process, stormproof would
+        // pass it up: reason 'already-retried').
+        allowNestedRetries: true,
         clock,
         random,
       });

@@ -29,14 +29,36 @@ interface Timer {
 }
 
 /**
- * A clock whose sleeps wait until `advance` moves time past them. It counts its pending timers
- * and the abort listeners they hold, so a test can assert that nothing was left behind.
+ * A clock whose sleeps and timers wait until `advance` moves time past them. It counts its
+ * pending timers and the abort listeners they hold, so a test can assert that nothing was left
+ * behind. With `lateMs`, every sleep and timer fires that much after it is due, as real timers
+ * do on a busy machine.
  */
 export class ManualClock implements Clock {
   t = 0;
   readonly sleeps: number[] = [];
   private readonly timers = new Set<Timer>();
   private listeners = 0;
+  readonly lateMs: number;
+
+  constructor({ lateMs = 0 }: { lateMs?: number } = {}) {
+    this.lateMs = lateMs;
+  }
+
+  setTimer = (ms: number, callback: () => void): (() => void) => {
+    const timer: Timer = {
+      at: this.t + ms + this.lateMs,
+      resolve: () => {
+        this.timers.delete(timer);
+        callback();
+      },
+      cancel: () => {
+        this.timers.delete(timer);
+      },
+    };
+    this.timers.add(timer);
+    return timer.cancel;
+  };
 
   now = (): number => this.t;
 
@@ -49,7 +71,7 @@ export class ManualClock implements Clock {
         reject(signal?.reason);
       };
       const timer: Timer = {
-        at: this.t + ms,
+        at: this.t + ms + this.lateMs,
         resolve: () => {
           timer.cancel();
           resolve();

@@ -1,6 +1,6 @@
 // Finagle's retry budget (also Linkerd's): requests deposit, retries withdraw, and both expire
 // after a time-to-live, so the budget follows the recent request rate instead of all history.
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../validate.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, given, show } from '../validate.js';
 import type { Budget } from './budget.js';
 
 /** Options of {@link RatioBudget}. The defaults are Finagle's and Linkerd's. */
@@ -146,7 +146,7 @@ export class RatioBudget implements Budget {
     checkKnownKeys('RatioBudget', o, KEYS);
     // The bounds keep every sum of units a safe integer: a retry costs at most 1,000,000 units
     // and the reserve is at most 1e6 per second x 3600 s of them.
-    this.retryRatio = checkNumber('RatioBudget', 'retryRatio', o.retryRatio ?? 0.2, {
+    this.retryRatio = checkNumber('RatioBudget', 'retryRatio', given(o.retryRatio, 0.2), {
       min: 0,
       max: 1,
     });
@@ -158,10 +158,10 @@ export class RatioBudget implements Budget {
     this.minRetriesPerSecond = checkNumber(
       'RatioBudget',
       'minRetriesPerSecond',
-      o.minRetriesPerSecond ?? 10,
+      given(o.minRetriesPerSecond, 10),
       { min: 0, max: 1_000_000, integer: true },
     );
-    this.ttlMs = checkNumber('RatioBudget', 'ttlMs', o.ttlMs ?? 10_000, {
+    this.ttlMs = checkNumber('RatioBudget', 'ttlMs', given(o.ttlMs, 10_000), {
       min: 10,
       max: 3_600_000,
       integer: true,

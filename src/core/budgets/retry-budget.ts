@@ -1,6 +1,6 @@
 // The founding document's credit counter: requests earn credits, retries spend them. Whole
 // numbers only, so the count never drifts the way repeated float additions do.
-import { checkKnownKeys, checkNumber, checkOptionsObject } from '../validate.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, given } from '../validate.js';
 import type { Budget } from './budget.js';
 
 /** Options of {@link RetryBudget}. Both are whole numbers. */
@@ -56,12 +56,12 @@ export class RetryBudget implements Budget {
     const o = checkOptionsObject('RetryBudget', options);
     checkKnownKeys('RetryBudget', o, KEYS);
     // A safe-integer cap keeps `credits + 1` exact.
-    this.maxCredits = checkNumber('RetryBudget', 'maxCredits', o.maxCredits ?? 100, {
+    this.maxCredits = checkNumber('RetryBudget', 'maxCredits', given(o.maxCredits, 100), {
       min: 1,
       max: Number.MAX_SAFE_INTEGER,
       integer: true,
     });
-    this.cost = checkNumber('RetryBudget', 'cost', o.cost ?? 10, {
+    this.cost = checkNumber('RetryBudget', 'cost', given(o.cost, 10), {
       min: 1,
       max: this.maxCredits,
       integer: true,

@@ -1,6 +1,6 @@
 // gRPC's retry throttling. The count is kept in whole thousandths of a token (as grpc core keeps
 // milli-tokens), so adding 0.1 ten times gives exactly 1 and the bounds are exact.
-import { checkKnownKeys, checkNumber, checkOptionsObject } from '../validate.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, given } from '../validate.js';
 import type { Budget } from './budget.js';
 
 /** Options of {@link TokenBucket}, named and bounded as in gRFC A6's `retryThrottling`. */
@@ -73,14 +73,16 @@ export class TokenBucket implements Budget {
   constructor(options?: TokenBucketOptions) {
     const o = checkOptionsObject('TokenBucket', options);
     checkKnownKeys('TokenBucket', o, KEYS);
-    this.maxTokens = checkNumber('TokenBucket', 'maxTokens', o.maxTokens ?? 10, {
+    this.maxTokens = checkNumber('TokenBucket', 'maxTokens', given(o.maxTokens, 10), {
       min: 0,
       minExclusive: true,
       max: 1000,
       integer: true,
     });
     // At least 0.001: anything smaller would truncate to 0 and never refill the bucket.
-    const ratio = checkNumber('TokenBucket', 'tokenRatio', o.tokenRatio ?? 0.1, { min: 0.001 });
+    const ratio = checkNumber('TokenBucket', 'tokenRatio', given(o.tokenRatio, 0.1), {
+      min: 0.001,
+    });
     const ratioMilli = truncatedThousandths(ratio);
     this.tokenRatio = ratioMilli / 1000;
     this.#maxMilli = this.maxTokens * 1000;

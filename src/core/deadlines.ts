@@ -1,0 +1,144 @@
+// Deadlines without a timer per call. Every call keeps its deadline (and each attempt its timeout),
+// but arming and clearing a platform timer costs several times a whole successful call. Calls
+// that share a clock and a duration expire in the order they started, so they wait in one FIFO
+// list behind one timer, armed for the oldest entry. Adding and removing an entry is O(1); the
+// timer fires at most about once per duration, when the entry it was armed for is long gone.
+import { type Clock, MAX_TIMER_MS, systemClock } from './clock.js';
+
+/** Something that must hear when its time is up. */
+export interface Expirable {
+  expire(nowMs: number): void;
+}
+
+/** One entry: expires at `at` unless removed first. */
+export interface DeadlineEntry {
+  readonly at: number;
+  readonly owner: Expirable;
+  next: DeadlineEntry | undefined;
+  prev: DeadlineEntry | undefined;
+  /** Still in its list. */
+  live: boolean;
+}
+
+type PlatformTimer = ReturnType<typeof setTimeout> & {
+  ref?: () => unknown;
+  unref?: () => unknown;
+};
+
+/** The entries of one (clock, duration): they expire in the order they were added. */
+export class DeadlineList {
+  private head: DeadlineEntry | undefined;
+  private tail: DeadlineEntry | undefined;
+  /** The system clock's timer: unreferenced, not cleared, while the list is empty (cheaper). */
+  private platformTimer: PlatformTimer | undefined;
+  private holdsProcess = false;
+  /** An injected clock's timer: cancelled when the list empties. */
+  private cancelTimer: (() => void) | undefined;
+  private readonly fire = () => this.expireDue();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly onIdle: (list: DeadlineList) => void,
+  ) {}
+
+  isEmpty(): boolean {
+    return this.head === undefined;
+  }
+
+  /** Adds an entry that expires at `at` (at or after every entry already in the list). */
+  add(owner: Expirable, at: number, nowMs: number): DeadlineEntry {
+    const entry: DeadlineEntry = { at, owner, next: undefined, prev: this.tail, live: true };
+    if (this.tail === undefined) this.head = entry;
+    else this.tail.next = entry;
+    this.tail = entry;
+    if (this.clock === systemClock) {
+      if (this.platformTimer === undefined) this.armPlatform(at - nowMs);
+      else if (!this.holdsProcess) {
+        // A pending call must keep the process alive until it settles, as its own timer would.
+        this.platformTimer.ref?.();
+        this.holdsProcess = true;
+      }
+    } else if (this.cancelTimer === undefined && this.clock.setTimer !== undefined) {
+      this.cancelTimer = this.clock.setTimer(Math.max(0, at - nowMs), this.fire);
+    }
+    return entry;
+  }
+
+  /** Removes an entry before it expires. */
+  remove(entry: DeadlineEntry): void {
+    if (!entry.live) return;
+    entry.live = false;
+    const { prev, next } = entry;
+    if (prev === undefined) this.head = next;
+    else prev.next = next;
+    if (next === undefined) this.tail = prev;
+    else next.prev = prev;
+    entry.next = entry.prev = undefined;
+    if (this.head !== undefined) return;
+    if (this.platformTimer !== undefined) {
+      if (this.holdsProcess) {
+        this.platformTimer.unref?.();
+        this.holdsProcess = false;
+      }
+    } else if (this.cancelTimer !== undefined) {
+      this.cancelTimer();
+      this.cancelTimer = undefined;
+    }
+  }
+
+  private armPlatform(ms: number): void {
+    this.platformTimer = setTimeout(this.fire, Math.min(Math.max(0, ms), MAX_TIMER_MS));
+    this.holdsProcess = true;
+  }
+
+  private expireDue(): void {
+    this.platformTimer = undefined;
+    this.cancelTimer = undefined;
+    const now = this.clock.now();
+    for (let entry = this.head; entry !== undefined && entry.at <= now; entry = this.head) {
+      this.remove(entry);
+      entry.owner.expire(now);
+    }
+    const head = this.head;
+    if (head === undefined) this.onIdle(this);
+    // An owner that expired may have added an entry, and armed a timer for it, already.
+    else if (this.platformTimer !== undefined || this.cancelTimer !== undefined) return;
+    else if (this.clock === systemClock) this.armPlatform(head.at - now);
+    else if (this.clock.setTimer !== undefined) {
+      this.cancelTimer = this.clock.setTimer(Math.max(0, head.at - now), this.fire);
+    }
+  }
+}
+
+const lists = new WeakMap<Clock, Map<number, DeadlineList>>();
+let lastClock: Clock | undefined;
+let lastMs = Number.NaN;
+let lastList: DeadlineList | undefined;
+
+function forget(clock: Clock, ms: number, list: DeadlineList): void {
+  const byMs = lists.get(clock);
+  if (byMs?.get(ms) === list && list.isEmpty()) byMs.delete(ms);
+  if (lastList === list) lastClock = lastList = undefined;
+}
+
+/**
+ * The list for deadlines `ms` after their start on `clock`. Lists that go idle (their timer fired
+ * with nothing left) are dropped, so one-off durations do not pile up.
+ */
+export function deadlineList(clock: Clock, ms: number): DeadlineList {
+  if (clock === lastClock && ms === lastMs && lastList !== undefined) return lastList;
+  let byMs = lists.get(clock);
+  if (byMs === undefined) {
+    byMs = new Map();
+    lists.set(clock, byMs);
+  }
+  let list = byMs.get(ms);
+  if (list === undefined) {
+    list = new DeadlineList(clock, (idle) => forget(clock, ms, idle));
+    byMs.set(ms, list);
+  }
+  lastClock = clock;
+  lastMs = ms;
+  lastList = list;
+  return list;
+}
