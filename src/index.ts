@@ -16,7 +16,13 @@ export {
   TokenBucket,
   type TokenBucketOptions,
 } from './core/budgets/index.js';
-export { classify, type FailureKind, OVERLOADED_HEADER, type Verdict } from './core/classify.js';
+export {
+  classify,
+  type FailureKind,
+  OVERLOADED_HEADER,
+  PUSHBACK_HEADER,
+  type Verdict,
+} from './core/classify.js';
 export { type Clock, type RandomSource, systemClock } from './core/clock.js';
 export { AttemptTimeoutError, DeadlineExceededError } from './core/errors.js';
 export type {
@@ -25,12 +31,14 @@ export type {
   GiveUpEvent,
   GiveUpReason,
   ResolvedPolicy,
+  RetryAnswer,
   RetryDecisionContext,
   RetryEvent,
   RetryHooks,
   RetryOptions,
   RetryPolicyOptions,
   RetryReport,
+  ShouldRetry,
   SuccessEvent,
 } from './core/options.js';
 export {

@@ -14,12 +14,53 @@ describe('classify', () => {
     expect(classify({ status })).toEqual({ retryable: true, kind, status });
   });
 
-  it.each([400, 401, 403, 404, 405, 408, 409, 410, 413, 422, 501, 505, 301])(
+  it.each([400, 401, 403, 404, 405, 409, 410, 413, 422, 501, 505, 301])(
     'fails status %i at once',
     (status) => {
       expect(classify({ status })).toEqual({ retryable: false, kind: 'permanent', status });
     },
   );
+
+  // Regression (issue 8, defect 8): 408 and a 413 with Retry-After were never retried.
+  it('retries 408 Request Timeout (RFC 9110 15.5.9: the client may repeat it)', () => {
+    expect(classify({ status: 408 })).toEqual({ retryable: true, kind: 'timeout', status: 408 });
+  });
+
+  it('retries a 413 only when it carries a valid Retry-After (RFC 9110 15.5.14)', () => {
+    expect(classify({ status: 413, headers: { 'retry-after': '3' } })).toEqual({
+      retryable: true,
+      kind: 'unavailable',
+      status: 413,
+      retryAfterMs: 3000,
+    });
+    expect(classify({ status: 413, retryAfterMs: 500 })).toMatchObject({ retryable: true });
+    expect(classify({ status: 413, headers: { 'retry-after': 'soon' } }).retryable).toBe(false);
+    expect(classify({ status: 413, headers: { 'retry-after': '' } }).retryable).toBe(false);
+  });
+
+  it('reads stormproof-pushback-ms as an exact wait, and ignores a malformed one', () => {
+    const busy = (value: string) =>
+      classify({ status: 503, headers: { 'stormproof-pushback-ms': value, 'retry-after': '2' } });
+    expect(busy('1234')).toEqual({
+      retryable: true,
+      kind: 'unavailable',
+      status: 503,
+      pushbackMs: 1234,
+    });
+    expect(busy('0').pushbackMs).toBe(0);
+    for (const bad of ['-1', '1.5', '1e3', '0x10', ' 12x', '', '2147483648', '99999999999']) {
+      expect(busy(bad)).toEqual({
+        retryable: true,
+        kind: 'unavailable',
+        status: 503,
+        retryAfterMs: 2000,
+      });
+    }
+    // Never makes a failure that cannot pass retryable.
+    expect(classify({ status: 404, headers: { 'stormproof-pushback-ms': '10' } }).retryable).toBe(
+      false,
+    );
+  });
 
   it('reads status, statusCode and response.status', () => {
     expect(classify({ statusCode: 503 }).kind).toBe('unavailable');

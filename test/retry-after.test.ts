@@ -180,8 +180,21 @@ describe('parseRetryAfter: the RFC 850 two-digit year (RFC 9110 5.6.7)', () => {
     expect(parseRetryAfter('Wednesday, 01-Jan-76 00:00:00 GMT', NOW_2026)).toBe(
       Date.UTC(2076, 0, 1) - NOW_2026,
     );
-    expect(parseRetryAfter('Thursday, 31-Dec-76 23:59:59 GMT', NOW_2026)).toBe(
-      Date.UTC(2076, 11, 31, 23, 59, 59) - NOW_2026,
+  });
+
+  // Regression (issue 8, defect 7): the rule was applied to the year alone, so any date in 2076
+  // counted as "50 years ahead", and the weekday was checked against that wrong century.
+  it('RFC 850: a timestamp more than 50 years ahead is the past century, decided per timestamp', () => {
+    // 2076-01-01T00:00:01 is 50 years and one second after now: 1976, which is in the past.
+    expect(parseRetryAfter('Thursday, 01-Jan-76 00:00:01 GMT', NOW_2026)).toBe(0);
+    expect(parseRetryAfter('Wednesday, 01-Jan-76 00:00:01 GMT', NOW_2026)).toBeUndefined();
+    // The last second of 1976 (a Friday), not of 2076 (a Thursday).
+    expect(parseRetryAfter('Friday, 31-Dec-76 23:59:59 GMT', NOW_2026)).toBe(0);
+    expect(parseRetryAfter('Thursday, 31-Dec-76 23:59:59 GMT', NOW_2026)).toBeUndefined();
+    // One second before now + 50 years is still read ahead.
+    const now = Date.UTC(2026, 0, 1, 0, 0, 2);
+    expect(parseRetryAfter('Wednesday, 01-Jan-76 00:00:01 GMT', now)).toBe(
+      Date.UTC(2076, 0, 1, 0, 0, 1) - now,
     );
   });
 
@@ -531,17 +544,26 @@ describe('properties', () => {
     );
   });
 
-  it('reads back an RFC 850 date whose year lies within [now - 49, now + 50] years', () => {
+  it('reads back an RFC 850 timestamp that lies at most 50 years ahead and less than 50 years behind', () => {
     const args = fc.record({
-      nowMs: fc.integer({ min: Date.UTC(1900, 0, 1), max: Date.UTC(2300, 0, 1) }),
-      years: fc.integer({ min: -49, max: 50 }),
-      dayOfYear: fc.integer({ min: 0, max: 364 }),
-      secondOfDay: fc.integer({ min: 0, max: 86_399 }),
+      nowSeconds: fc.integer({
+        min: Date.UTC(1900, 0, 1) / SECOND,
+        max: Date.UTC(2300, 0, 1) / SECOND,
+      }),
+      share: fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
     });
     fc.assert(
-      fc.property(args, ({ nowMs, years, dayOfYear, secondOfDay }) => {
-        const year = new Date(nowMs).getUTCFullYear() + years;
-        const t = Date.UTC(year, 0, 1) + dayOfYear * DAY + secondOfDay * SECOND;
+      fc.property(args, ({ nowSeconds, share }) => {
+        const nowMs = nowSeconds * SECOND;
+        const shifted = (years: number) => {
+          const d = new Date(nowMs);
+          d.setUTCFullYear(d.getUTCFullYear() + years);
+          return d.getTime();
+        };
+        // (now + 50 years - 100 years, now + 50 years], in whole seconds.
+        const latest = shifted(50);
+        const span = (latest - shifted(-50)) / SECOND;
+        const t = latest - Math.floor(share * span) * SECOND;
         expect(parseRetryAfter(toRfc850(t), nowMs)).toBe(Math.max(0, t - nowMs));
       }),
       { numRuns: 1000 },

@@ -7,9 +7,9 @@ import { getHeader, readRetryAfterMs } from './retry-after.js';
  * What kind of failure an attempt ended with.
  *
  * - `'timeout'`: no answer in time (a `TimeoutError`, `timedOut: true`, `ETIMEDOUT`, undici's
- *   timeout codes).
+ *   timeout codes, 408 Request Timeout).
  * - `'network'`: the connection failed or dropped (`ECONNRESET`, `socket hang up`, ...).
- * - `'unavailable'`: 502, 503 or 504.
+ * - `'unavailable'`: 502, 503 or 504 (and a 413 that carries Retry-After).
  * - `'throttled'`: 429; retried with a larger backoff ceiling.
  * - `'internal'`: 500; retried at most `maxInternalErrorRetries` times per call.
  * - `'do-not-retry'`: the server said not to retry (`x-envoy-overloaded`,
@@ -40,6 +40,25 @@ export interface Verdict {
    * and the backoff after it starts again from the base.
    */
   readonly pushbackMs?: number;
+}
+
+/**
+ * The response header with which a server hands out a wait it has already spread across its
+ * clients (stormproof/server does): a non-negative integer of milliseconds. A stormproof client
+ * waits exactly that, with no jitter of its own on top, and restarts its backoff from the base,
+ * as gRPC clients do with pushback (gRFC A6). A malformed value is ignored (the client falls
+ * back to Retry-After plus its own jitter). Other clients read the `Retry-After` sent beside it.
+ */
+export const PUSHBACK_HEADER = 'stormproof-pushback-ms';
+
+/** `stormproof-pushback-ms`: ASCII digits only, at most 2^31 - 1 (a longer wait is garbled). */
+const PUSHBACK_MS = /^\d{1,10}$/;
+
+function readPushbackMs(headers: unknown): number | undefined {
+  const value = getHeader(headers, PUSHBACK_HEADER);
+  if (value === undefined || !PUSHBACK_MS.test(value)) return undefined;
+  const ms = Number(value);
+  return ms <= 2_147_483_647 ? ms : undefined;
 }
 
 /**
@@ -122,6 +141,8 @@ function statusVerdict(status: number): Verdict {
   }
   if (status === 429) return { retryable: true, kind: 'throttled', status };
   if (status === 500) return { retryable: true, kind: 'internal', status };
+  // RFC 9110 15.5.9: the server closed a connection it had waited on; the client may repeat.
+  if (status === 408) return { retryable: true, kind: 'timeout', status };
   return { retryable: false, kind: 'permanent', status };
 }
 
@@ -139,6 +160,10 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
     if (stripe === 'false') return { ...result, retryable: false, kind: 'do-not-retry' };
     if (stripe === 'true' && !result.retryable) result = { ...result, retryable: true };
   }
+  if (headers !== undefined && result.retryable) {
+    const pushbackMs = readPushbackMs(headers);
+    if (pushbackMs !== undefined) return { ...result, pushbackMs };
+  }
   const explicit = error.retryAfterMs;
   const retryAfterMs =
     typeof explicit === 'number' && Number.isFinite(explicit) && explicit >= 0
@@ -146,7 +171,11 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
       : headers === undefined
         ? undefined
         : readRetryAfterMs(headers, nowMs);
-  return retryAfterMs === undefined ? result : { ...result, retryAfterMs };
+  if (retryAfterMs === undefined) return result;
+  // RFC 9110 15.5.14: a 413 for a temporary condition SHOULD carry Retry-After; with one, the
+  // request may pass after that pause. Without one, it is too large for good.
+  if (result.status === 413) return { retryable: true, kind: 'unavailable', status: 413, retryAfterMs };
+  return { ...result, retryAfterMs };
 }
 
 /**
@@ -155,8 +184,9 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
  * It reads `status`, `statusCode` or `response.status`; `retryAfterMs`; `headers` (or
  * `response.headers`, a `Headers` or a plain object) for `retry-after`, `retry-after-ms` and the
  * don't-retry signals; `name === 'TimeoutError'` or `timedOut: true`; and `code`, along the
- * `cause` chain. Retries timeouts, dropped connections, 502, 503, 504, 429 (slower) and 500
- * (once, by default); fails everything else at once.
+ * `cause` chain, and `stormproof-pushback-ms` (an exact wait chosen by the server). Retries
+ * timeouts, dropped connections, 408, 502, 503, 504, 429 (slower), a 413 that carries Retry-After
+ * and 500 (once, by default); fails everything else at once.
  *
  * `nowMs` is the wall-clock time used to turn a Retry-After date into a wait.
  *

@@ -57,13 +57,28 @@ function trimOws(text: string): string {
 }
 
 /**
- * The RFC 850 two-digit year (RFC 9110 section 5.6.7): a year that would be more than 50 years
- * in the future is the most recent past year with those digits, so the result always lies in
- * `[nowYear - 49, nowYear + 50]`.
+ * The year of an RFC 850 date with a two-digit year (RFC 9110 section 5.6.7): "a timestamp that
+ * appears to be more than 50 years in the future" is read as "the most recent year in the past
+ * that had the same last two digits". The rule is about the whole timestamp, not the year alone:
+ * with now = 2026-01-01, `01-Jan-76 00:00:01` is 50 years and one second ahead, so it is 1976.
+ * The result is the latest year with those digits whose timestamp is at most 50 years ahead.
  */
-function fullYear(twoDigits: number, nowYear: number): number {
-  const latest = nowYear + 50;
-  return latest - ((((latest - twoDigits) % 100) + 100) % 100);
+function rfc850Year(
+  twoDigits: number,
+  nowMs: number,
+  month: number,
+  day: number,
+  hour: number,
+  minute: number,
+  second: number,
+): number | undefined {
+  const limit = new Date(nowMs);
+  limit.setUTCFullYear(limit.getUTCFullYear() + 50);
+  const limitYear = limit.getUTCFullYear();
+  const year = limitYear - ((((limitYear - twoDigits) % 100) + 100) % 100);
+  const at = toEpochMs(undefined, year, month, day, hour, minute, second);
+  if (at === undefined) return undefined;
+  return at > limit.getTime() ? year - 100 : year;
 }
 
 /**
@@ -76,7 +91,7 @@ function fullYear(twoDigits: number, nowYear: number): number {
  * a day. JS time has no leap seconds, so it is read as the following midnight.
  */
 function toEpochMs(
-  weekday: number,
+  weekday: number | undefined,
   year: number,
   month: number,
   day: number,
@@ -84,14 +99,16 @@ function toEpochMs(
   minute: number,
   second: number,
 ): number | undefined {
-  if (weekday < 0 || month < 0 || hour > 23 || minute > 59) return undefined;
+  if ((weekday !== undefined && weekday < 0) || month < 0 || hour > 23 || minute > 59) {
+    return undefined;
+  }
   if (second > 59 && !(second === 60 && hour === 23 && minute === 59)) return undefined;
   const date = new Date(0);
   // setUTCFullYear, not Date.UTC: Date.UTC reads years 0-99 as 1900-1999.
   date.setUTCFullYear(year, month, day);
   // An impossible day (Feb 30, day 00) rolls into another month.
   if (date.getUTCMonth() !== month || date.getUTCDate() !== day) return undefined;
-  if (date.getUTCDay() !== weekday) return undefined;
+  if (weekday !== undefined && date.getUTCDay() !== weekday) return undefined;
   return date.getTime() + ((hour * 60 + minute) * 60 + second) * 1000;
 }
 
@@ -113,15 +130,10 @@ function parseHttpDate(text: string, nowMs: number): number | undefined {
   const rfc850 = RFC850_DATE.exec(text);
   if (rfc850) {
     const [, wd = '', dd, mon = '', yy, hh, mi, ss] = rfc850;
-    return toEpochMs(
-      LONG_DAY_NAMES.indexOf(wd),
-      fullYear(Number(yy), new Date(nowMs).getUTCFullYear()),
-      MONTH_NAMES.indexOf(mon),
-      Number(dd),
-      Number(hh),
-      Number(mi),
-      Number(ss),
-    );
+    const fields = [MONTH_NAMES.indexOf(mon), Number(dd), Number(hh), Number(mi), Number(ss)] as const;
+    const year = rfc850Year(Number(yy), nowMs, ...fields);
+    // The weekday is checked against the century the rule chose.
+    return year === undefined ? undefined : toEpochMs(LONG_DAY_NAMES.indexOf(wd), year, ...fields);
   }
   const asctime = ASCTIME_DATE.exec(text);
   if (asctime) {
@@ -147,8 +159,8 @@ function parseHttpDate(text: string, nowMs: number): number | undefined {
  *   value is returned as is (the retry deadline bounds it).
  * - HTTP-date (section 5.6.7), all three forms a recipient must accept: IMF-fixdate
  *   (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete RFC 850 form
- *   (`Sunday, 06-Nov-94 08:49:37 GMT`, whose two-digit year is read against the year of
- *   `nowMs`: more than 50 years ahead means the previous century) and asctime
+ *   (`Sunday, 06-Nov-94 08:49:37 GMT`, whose two-digit year is read against `nowMs`: a
+ *   timestamp more than 50 years ahead means the previous century) and asctime
  *   (`Sun Nov  6 08:49:37 1994`). The result is the date minus `nowMs`; a date now or in the
  *   past gives 0.
  *
