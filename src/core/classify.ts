@@ -174,7 +174,9 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
   if (retryAfterMs === undefined) return result;
   // RFC 9110 15.5.14: a 413 for a temporary condition SHOULD carry Retry-After; with one, the
   // request may pass after that pause. Without one, it is too large for good.
-  if (result.status === 413) return { retryable: true, kind: 'unavailable', status: 413, retryAfterMs };
+  if (result.status === 413) {
+    return { retryable: true, kind: 'unavailable', status: 413, retryAfterMs };
+  }
   return { ...result, retryAfterMs };
 }
 

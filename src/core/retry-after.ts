@@ -130,7 +130,13 @@ function parseHttpDate(text: string, nowMs: number): number | undefined {
   const rfc850 = RFC850_DATE.exec(text);
   if (rfc850) {
     const [, wd = '', dd, mon = '', yy, hh, mi, ss] = rfc850;
-    const fields = [MONTH_NAMES.indexOf(mon), Number(dd), Number(hh), Number(mi), Number(ss)] as const;
+    const fields = [
+      MONTH_NAMES.indexOf(mon),
+      Number(dd),
+      Number(hh),
+      Number(mi),
+      Number(ss),
+    ] as const;
     const year = rfc850Year(Number(yy), nowMs, ...fields);
     // The weekday is checked against the century the rule chose.
     return year === undefined ? undefined : toEpochMs(LONG_DAY_NAMES.indexOf(wd), year, ...fields);
