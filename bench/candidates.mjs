@@ -27,6 +27,11 @@ async function smithy(strategy, fn) {
   }
 }
 
+const pass = (value) => value;
+const rethrow = (error) => {
+  throw error;
+};
+
 /** Defaults, for the success path: every library as a user would first write it. */
 export function successPath() {
   const policy = createRetryPolicy();
@@ -36,7 +41,11 @@ export function successPath() {
   });
   const standard = new StandardRetryStrategy(3);
   return {
+    // The floor: the least any wrapper that watches the outcome can do.
+    'fn().then(ok, fail)': (fn) => fn().then(pass, rethrow),
     'stormproof retry()': (fn) => retry(fn),
+    // A fresh options literal per call, as people write it inline: resolved and checked each time.
+    'stormproof retry(fn, options)': (fn) => retry(fn, { maxAttempts: 3, deadlineMs: 2000 }),
     'stormproof policy.retry()': (fn) => policy.retry(fn),
     'p-retry': (fn) => pRetry(fn),
     cockatiel: (fn) => cockatiel.execute(fn),

@@ -100,7 +100,7 @@ async function run(
       void signal.aborted;
       return new Promise<string>(() => {});
     }
-    if (b.kind === 'hang-honouring') {
+    if (!('afterMs' in b)) {
       return new Promise<string>((_, reject) => {
         signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       });

@@ -5,19 +5,19 @@
 // timer fires at most about once per duration, when the entry it was armed for is long gone.
 import { type Clock, MAX_TIMER_MS, systemClock } from './clock.js';
 
-/** Something that must hear when its time is up. */
-export interface Expirable {
+/**
+ * Something with a deadline, linked into its list by its own fields (no entry object per call:
+ * on the success path every allocation shows).
+ */
+export interface Deadline {
+  /** When it expires, on the list's clock. Set by `add`. */
+  expiresAt: number;
+  nextDeadline: Deadline | undefined;
+  prevDeadline: Deadline | undefined;
+  /** In a list now. */
+  listed: boolean;
+  /** Its time is up (it has already left the list). */
   expire(nowMs: number): void;
-}
-
-/** One entry: expires at `at` unless removed first. */
-export interface DeadlineEntry {
-  readonly at: number;
-  readonly owner: Expirable;
-  next: DeadlineEntry | undefined;
-  prev: DeadlineEntry | undefined;
-  /** Still in its list. */
-  live: boolean;
 }
 
 type PlatformTimer = ReturnType<typeof setTimeout> & {
@@ -27,8 +27,8 @@ type PlatformTimer = ReturnType<typeof setTimeout> & {
 
 /** The entries of one (clock, duration): they expire in the order they were added. */
 export class DeadlineList {
-  private head: DeadlineEntry | undefined;
-  private tail: DeadlineEntry | undefined;
+  private head: Deadline | undefined;
+  private tail: Deadline | undefined;
   /** The system clock's timer: unreferenced, not cleared, while the list is empty (cheaper). */
   private platformTimer: PlatformTimer | undefined;
   private holdsProcess = false;
@@ -45,11 +45,14 @@ export class DeadlineList {
     return this.head === undefined;
   }
 
-  /** Adds an entry that expires at `at` (at or after every entry already in the list). */
-  add(owner: Expirable, at: number, nowMs: number): DeadlineEntry {
-    const entry: DeadlineEntry = { at, owner, next: undefined, prev: this.tail, live: true };
+  /** Adds `entry`, expiring at `at` (at or after every entry already in the list). */
+  add(entry: Deadline, at: number, nowMs: number): void {
+    entry.expiresAt = at;
+    entry.listed = true;
+    entry.nextDeadline = undefined;
+    entry.prevDeadline = this.tail;
     if (this.tail === undefined) this.head = entry;
-    else this.tail.next = entry;
+    else this.tail.nextDeadline = entry;
     this.tail = entry;
     if (this.clock === systemClock) {
       if (this.platformTimer === undefined) this.armPlatform(at - nowMs);
@@ -61,19 +64,19 @@ export class DeadlineList {
     } else if (this.cancelTimer === undefined && this.clock.setTimer !== undefined) {
       this.cancelTimer = this.clock.setTimer(Math.max(0, at - nowMs), this.fire);
     }
-    return entry;
   }
 
-  /** Removes an entry before it expires. */
-  remove(entry: DeadlineEntry): void {
-    if (!entry.live) return;
-    entry.live = false;
-    const { prev, next } = entry;
+  /** Removes an entry before it expires (nothing happens if it is not in the list). */
+  remove(entry: Deadline): void {
+    if (!entry.listed) return;
+    entry.listed = false;
+    const prev = entry.prevDeadline;
+    const next = entry.nextDeadline;
     if (prev === undefined) this.head = next;
-    else prev.next = next;
+    else prev.nextDeadline = next;
     if (next === undefined) this.tail = prev;
-    else next.prev = prev;
-    entry.next = entry.prev = undefined;
+    else next.prevDeadline = prev;
+    entry.nextDeadline = entry.prevDeadline = undefined;
     if (this.head !== undefined) return;
     if (this.platformTimer !== undefined) {
       if (this.holdsProcess) {
@@ -95,17 +98,17 @@ export class DeadlineList {
     this.platformTimer = undefined;
     this.cancelTimer = undefined;
     const now = this.clock.now();
-    for (let entry = this.head; entry !== undefined && entry.at <= now; entry = this.head) {
+    for (let entry = this.head; entry !== undefined && entry.expiresAt <= now; entry = this.head) {
       this.remove(entry);
-      entry.owner.expire(now);
+      entry.expire(now);
     }
     const head = this.head;
     if (head === undefined) this.onIdle(this);
     // An owner that expired may have added an entry, and armed a timer for it, already.
     else if (this.platformTimer !== undefined || this.cancelTimer !== undefined) return;
-    else if (this.clock === systemClock) this.armPlatform(head.at - now);
+    else if (this.clock === systemClock) this.armPlatform(head.expiresAt - now);
     else if (this.clock.setTimer !== undefined) {
-      this.cancelTimer = this.clock.setTimer(Math.max(0, head.at - now), this.fire);
+      this.cancelTimer = this.clock.setTimer(Math.max(0, head.expiresAt - now), this.fire);
     }
   }
 }

@@ -6,7 +6,7 @@
 import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
 import type { Budget } from './budgets/budget.js';
 import type { Verdict } from './classify.js';
-import { type DeadlineEntry, deadlineList, type Expirable } from './deadlines.js';
+import { type Deadline, type DeadlineList, deadlineList } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import {
   type AttemptContext,
@@ -80,17 +80,14 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
  * signal aborts when the attempt is ended from outside: the caller's abort, its timeout, the
  * call's deadline. Read after the attempt ended that way, it is already aborted.
  */
-class AttemptScope<T> implements AttemptContext, Expirable {
+class AttemptScope<T> implements AttemptContext {
   private controller: AbortController | undefined;
   private ended = false;
   private endReason: unknown;
-  /** The entry of this attempt's own timeout, if it has one. */
-  timeout: DeadlineEntry | undefined;
+  /** Its own timeout, when it has one. */
+  timeout: AttemptTimeout<T> | undefined;
 
-  constructor(
-    private readonly call: Call<T>,
-    readonly attempt: number,
-  ) {}
+  constructor(readonly attempt: number) {}
 
   get signal(): AbortSignal {
     let controller = this.controller;
@@ -108,11 +105,31 @@ class AttemptScope<T> implements AttemptContext, Expirable {
     this.endReason = reason;
     this.controller?.abort(reason);
   }
+}
 
-  /** The attempt's own timeout passed. */
+/** An attempt's own timeout, in the list of attempts that share its clock and duration. */
+class AttemptTimeout<T> implements Deadline {
+  expiresAt = 0;
+  nextDeadline: Deadline | undefined = undefined;
+  prevDeadline: Deadline | undefined = undefined;
+  listed = false;
+
+  constructor(
+    private readonly call: Call<T>,
+    private readonly scope: AttemptScope<T>,
+  ) {}
+
   expire(): void {
-    this.call.attemptTimedOut(this);
+    this.call.attemptTimedOut(this.scope);
   }
+}
+
+// `new Promise` with a shared executor: no closure per call to capture the resolvers.
+let capturedResolve: (value: never) => void = () => {};
+let capturedReject: (reason: unknown) => void = () => {};
+function capture(resolve: (value: never) => void, reject: (reason: unknown) => void): void {
+  capturedResolve = resolve;
+  capturedReject = reject;
 }
 
 enum Phase {
@@ -133,18 +150,23 @@ interface Failure {
 }
 
 /** One call: its attempts, waits, timers and listeners, from start to settlement. */
-class Call<T> implements Expirable, AbortWatcher {
+class Call<T> implements Deadline, AbortWatcher {
+  // Its place in the list of calls that share its clock and deadline.
+  expiresAt = 0;
+  nextDeadline: Deadline | undefined = undefined;
+  prevDeadline: Deadline | undefined = undefined;
+  listed = false;
+  private readonly deadlines: DeadlineList;
   private phase = Phase.Attempt;
   private scope: AttemptScope<T> | undefined;
   private state: RetryState | undefined;
   private next: RetryState | undefined;
   private failure: Failure | undefined;
   private verdict: Verdict | undefined;
-  private readonly deadline: DeadlineEntry;
   private wait: AbortController | undefined;
   private waitStartedAt = 0;
-  private resolve!: (value: T) => void;
-  private reject!: (reason: unknown) => void;
+  private readonly resolve: (value: T) => void;
+  private readonly reject: (reason: unknown) => void;
   readonly promise: Promise<T>;
 
   constructor(
@@ -155,16 +177,12 @@ class Call<T> implements Expirable, AbortWatcher {
     private readonly unrepeatable: UnrepeatableReason | undefined,
     private readonly startedAt: number,
   ) {
-    this.promise = new Promise<T>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
+    this.promise = new Promise<T>(capture);
+    this.resolve = capturedResolve as (value: T) => void;
+    this.reject = capturedReject;
     const deadlineMs = policy.deadlineMs;
-    this.deadline = deadlineList(policy.clock, deadlineMs).add(
-      this,
-      startedAt + deadlineMs,
-      startedAt,
-    );
+    this.deadlines = deadlineList(policy.clock, deadlineMs);
+    this.deadlines.add(this, startedAt + deadlineMs, startedAt);
     const signal = call?.signal;
     if (signal !== undefined) watchAbort(signal, this);
     this.runAttempt(1);
@@ -182,7 +200,7 @@ class Call<T> implements Expirable, AbortWatcher {
   }
 
   private runAttempt(attempt: number): void {
-    const scope = new AttemptScope(this, attempt);
+    const scope = new AttemptScope<T>(attempt);
     this.scope = scope;
     this.phase = Phase.Attempt;
     const timeoutMs = this.policy.attemptTimeoutMs;
@@ -190,8 +208,9 @@ class Call<T> implements Expirable, AbortWatcher {
       const clock = this.policy.clock;
       const now = clock.now();
       // Past the deadline the call's own entry ends the attempt: one timer is enough.
-      if (now + timeoutMs < this.deadline.at) {
-        scope.timeout = deadlineList(clock, timeoutMs).add(scope, now + timeoutMs, now);
+      if (now + timeoutMs < this.expiresAt) {
+        scope.timeout = new AttemptTimeout(this, scope);
+        deadlineList(clock, timeoutMs).add(scope.timeout, now + timeoutMs, now);
       }
     }
     let result: T | PromiseLike<T>;
@@ -210,8 +229,7 @@ class Call<T> implements Expirable, AbortWatcher {
   /** Ends the running attempt's own timer. */
   private endAttempt(scope: AttemptScope<T>): void {
     const timeout = scope.timeout;
-    if (timeout !== undefined) {
-      scope.timeout = undefined;
+    if (timeout?.listed) {
       deadlineList(this.policy.clock, this.policy.attemptTimeoutMs!).remove(timeout);
     }
   }
@@ -233,7 +251,6 @@ class Call<T> implements Expirable, AbortWatcher {
   /** The attempt's own timeout passed: it fails as a timeout (retryable while time is left). */
   attemptTimedOut(scope: AttemptScope<T>): void {
     if (scope !== this.scope || this.phase !== Phase.Attempt) return;
-    scope.timeout = undefined;
     const error = new AttemptTimeoutError(this.policy.attemptTimeoutMs!);
     scope.end(error);
     this.failed(scope, { error, isValue: false });
@@ -423,8 +440,7 @@ class Call<T> implements Expirable, AbortWatcher {
   /** Releases the deadline entry, the caller's signal and any wait. */
   private settle(): void {
     this.phase = Phase.Done;
-    const policy = this.policy;
-    deadlineList(policy.clock, policy.deadlineMs).remove(this.deadline);
+    this.deadlines.remove(this);
     const signal = this.call?.signal;
     if (signal !== undefined) unwatchAbort(signal, this);
     const wait = this.wait;
