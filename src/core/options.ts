@@ -1,4 +1,4 @@
-// The retry options, their defaults (from the founding document) and their validation. Defaults
+// The retry options, their defaults (docs/retry.md gives the source of each) and their validation. Defaults
 // are filled and every value checked once, when a policy is made; a call never re-reads them.
 import type { Jitter, ResolvedJitter } from './backoff.js';
 import type { Budget } from './budgets/budget.js';
@@ -169,7 +169,7 @@ export interface CallOptions extends RetryHooks {
   signal?: AbortSignal | undefined;
 }
 
-/** The options of a retry policy. Every field is optional; the defaults are the founding document's. */
+/** The options of a retry policy. Every field is optional; docs/retry.md gives the source of each default. */
 export interface RetryPolicyOptions extends RetryHooks {
   /**
    * Total attempts, the first one included. An integer >= 1; 1 means never retry.
@@ -199,9 +199,11 @@ export interface RetryPolicyOptions extends RetryHooks {
    */
   maxDelayMs?: number | undefined;
   /**
-   * The total time budget of a call, in ms, from its start. A retry whose wait would end past it
-   * is not made: the call gives up at once instead of sleeping first. An attempt's signal aborts
-   * when it passes.
+   * The total time of a call, in ms, from its start: a promise to the caller. The call settles by
+   * then, whatever the operation does: the running attempt's signal aborts with a
+   * `DeadlineExceededError`, the call rejects with it, and a later result is dropped. A retry
+   * whose wait would reach it is not made: the call gives up at once instead of sleeping first.
+   * Waits longer than 2^31-1 ms are kept exactly (timers are chained).
    * @default 3000
    * @example
    * ```ts
@@ -210,10 +212,11 @@ export interface RetryPolicyOptions extends RetryHooks {
    */
   deadlineMs?: number | undefined;
   /**
-   * Time limit of each attempt, in ms, fresh for every attempt and cut short only by the time
-   * left before the deadline. When it passes, the attempt's signal aborts and the attempt fails
-   * with an `AttemptTimeoutError` (a timeout, so retryable). Unset: attempts are limited only by
-   * the deadline, through their signal.
+   * Time limit of each attempt, in ms, fresh for every attempt. When it passes, the attempt's
+   * signal aborts and the attempt fails with an `AttemptTimeoutError` (a timeout, so retryable
+   * while time is left), whether or not the operation honours its signal. An attempt that would
+   * outlast the call's deadline is ended by the deadline. Unset: attempts are limited only by the
+   * deadline.
    * @default undefined
    * @example
    * ```ts
