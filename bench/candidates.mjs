@@ -43,6 +43,12 @@ export function successPath() {
   return {
     // The floor: the least any wrapper that watches the outcome can do.
     'fn().then(ok, fail)': (fn) => fn().then(pass, rethrow),
+    // The floor for a wrapper that can settle before fn does (at a deadline fn ignores): a
+    // promise of its own, settled by fn's outcome or by something else.
+    'own promise around fn()': (fn) =>
+      new Promise((resolve, reject) => {
+        fn().then(resolve, reject);
+      }),
     'stormproof retry()': (fn) => retry(fn),
     // A fresh options literal per call, as people write it inline: resolved and checked each time.
     'stormproof retry(fn, options)': (fn) => retry(fn, { maxAttempts: 3, deadlineMs: 2000 }),
