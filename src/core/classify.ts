@@ -1,7 +1,7 @@
 // The default answer to "can this failure pass, and how long did the server ask us to wait?".
 // It reads the shapes that HTTP clients, Node and undici actually throw, and nothing else: an
 // error it does not recognise is not retried (retry only what can pass).
-import { getHeader, readRetryAfterMs } from './retry-after.js';
+import { getHeader, readRateLimitPauseMs, readRetryAfterMs } from './retry-after.js';
 
 /**
  * What kind of failure an attempt ended with.
@@ -145,7 +145,11 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
       ? explicit
       : headers === undefined
         ? undefined
-        : readRetryAfterMs(headers, nowMs);
+        : (readRetryAfterMs(headers, nowMs) ??
+          // No Retry-After on a 429 or 503: the rate limiter's own reset headers say how long.
+          (result.status === 429 || result.status === 503
+            ? readRateLimitPauseMs(headers, nowMs)
+            : undefined));
   return retryAfterMs === undefined ? result : { ...result, retryAfterMs };
 }
 
