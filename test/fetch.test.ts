@@ -458,6 +458,36 @@ describe('createFetch: what is retried', () => {
     },
   );
 
+  it("retries Deno's and workerd's errors for a failed connection, as network errors", async () => {
+    const deno = new TypeError('fetch failed', {
+      cause: new Error(
+        'error sending request for url (http://127.0.0.1:9/): client error (Connect): tcp connect error: Connection refused (os error 111)',
+      ),
+    });
+    const workerd = new Error('Network connection lost.');
+    for (const error of [deno, workerd]) {
+      const kinds: string[] = [];
+      const double = answers(error, 200);
+      const { fetch } = retrying(double, { onRetry: (e) => void kinds.push(e.verdict.kind) });
+      expect((await fetch(URL_)).status).toBe(200);
+      expect(kinds).toEqual(['network']);
+    }
+  });
+
+  it('never retries what those runtimes refuse before connecting, or a cause it cannot read', async () => {
+    for (const error of [
+      new TypeError('Fetch failed: Requests to port 1 are blocked'), // Deno's refusal
+      new TypeError('fetch failed', { cause: new Error('unknown scheme') }), // undici, ftp:
+      new TypeError('fetch failed', { cause: 'error sending request for url' }),
+      new Error('Network connection lost'), // not workerd's exact message
+      Object.assign(new TypeError('Failed to fetch'), { code: 'E_OTHER' }),
+    ]) {
+      const double = answers(error, 200);
+      await expect(retrying(double).fetch(URL_)).rejects.toBe(error);
+      expect(double).toHaveBeenCalledTimes(1);
+    }
+  });
+
   it("never retries that message when the call's own arguments are bad (fetch's argument TypeError)", async () => {
     for (const [input, init] of [
       ['https://api.example.com/items', { method: 'BAD METHOD' }],

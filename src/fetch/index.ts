@@ -44,7 +44,7 @@ import {
 import { execute, getRetryReport, type ResultJudge } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { type BudgetFactory, OriginBudgets, originOf } from './budgets.js';
-import { isBrowserNetworkError } from './network-error.js';
+import { isFetchNetworkError } from './network-error.js';
 import { redactUrl } from './redact.js';
 import {
   AUTO_KEY_METHODS,
@@ -567,9 +567,9 @@ async function send(
     try {
       response = await fetchImpl(spare === undefined ? input : spare.clone(), attemptInit);
     } catch (error) {
-      // A browser's bare TypeError for a failed connection: recorded, so it is judged a
+      // A browser's (or Deno's) TypeError for a failed connection: recorded, so it is judged a
       // network error (a TypeError for a bad argument is not: see network-error.ts).
-      if (isBrowserNetworkError(error, url, method, attemptInit.headers)) {
+      if (isFetchNetworkError(error, url, method, attemptInit.headers)) {
         settings.networkErrors.add(error as object);
       }
       throw error;

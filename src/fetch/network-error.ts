@@ -1,8 +1,11 @@
 // A browser's fetch says nothing about a failed connection but a bare TypeError: no code, no
-// cause. Its message is the only sign, and a TypeError for a bad argument (a malformed URL, a
-// forbidden header) is also a TypeError. So a bare TypeError counts as a network error only
-// when its message is one a browser uses for a failed connection AND the arguments of the call
-// are valid (a Request can be built from them): then nothing but the network was at fault.
+// cause. Deno's says `fetch failed`, caused by an Error with no code. The message is the only
+// sign, and a TypeError for a bad argument (a malformed URL, a forbidden header) is also a
+// TypeError. So such a TypeError counts as a network error only when its message is one these
+// runtimes use for a failed connection AND the arguments of the call are valid (a Request can
+// be built from them): then nothing but the network was at fault. workerd (Cloudflare Workers)
+// throws a plain Error, `Network connection lost.`, which is read the same way. (Node's and
+// Bun's errors carry a code, which the engine's classifier reads.)
 
 /** The whole messages browsers give a fetch whose connection failed, refused or dropped. */
 const NETWORK_MESSAGES: ReadonlySet<string> = new Set([
@@ -14,15 +17,42 @@ const NETWORK_MESSAGES: ReadonlySet<string> = new Set([
 /** Chromium and Safari may add the host in parentheses: `Failed to fetch (api.example.com)`. */
 const WITH_HOST = /^(?:Failed to fetch|Load failed) \([^()]*\)$/;
 
-/** A TypeError with nothing but a message: what a browser's fetch rejects with. */
-function isBareTypeError(error: unknown): error is TypeError {
-  if (typeof error !== 'object' || error === null) return false;
-  const e = error as { name?: unknown; message?: unknown; code?: unknown; cause?: unknown };
+/** workerd's whole message for a connection refused or dropped; its error is a plain Error. */
+const WORKERD_LOST = 'Network connection lost.';
+
+/** How Deno begins the message of a request that could not be sent (connect, reset, DNS). */
+const DENO_SEND_ERROR = 'error sending request for url';
+
+interface ErrorShape {
+  readonly name?: unknown;
+  readonly message?: unknown;
+  readonly code?: unknown;
+  readonly cause?: unknown;
+}
+
+/** An object with no `code`: the engine's classifier has nothing to read on it. */
+function withoutCode(value: unknown): value is ErrorShape {
+  return typeof value === 'object' && value !== null && (value as ErrorShape).code === undefined;
+}
+
+/** The message of a failed connection, as a browser or Deno words it. */
+function saysConnectionFailed(error: ErrorShape): boolean {
+  const { message, cause } = error;
+  if (typeof message !== 'string') return false;
+  if (cause === undefined) {
+    // Browsers; and Deno 1, which put its own message on the TypeError itself.
+    return (
+      NETWORK_MESSAGES.has(message) ||
+      WITH_HOST.test(message) ||
+      message.startsWith(DENO_SEND_ERROR)
+    );
+  }
+  // Deno 2: TypeError('fetch failed') caused by `error sending request for url (...): ...`.
   return (
-    e.name === 'TypeError' &&
-    typeof e.message === 'string' &&
-    e.code === undefined &&
-    e.cause === undefined
+    message === 'fetch failed' &&
+    withoutCode(cause) &&
+    typeof cause.message === 'string' &&
+    cause.message.startsWith(DENO_SEND_ERROR)
   );
 }
 
@@ -43,22 +73,23 @@ function argumentsAreValid(url: string | URL, method: string, headers: RequestIn
 
 /**
  * Whether `error`, thrown by a fetch call made with `url`, `method` and `headers`, is a browser's
- * report of a failed connection, and so worth another try.
+ * (or Deno's) report of a failed connection, and so worth another try.
  *
  * @example
  * ```ts
- * isBrowserNetworkError(new TypeError('Failed to fetch'), '/api', 'GET', undefined); // true
- * isBrowserNetworkError(new TypeError('Failed to fetch'), '/api', 'BAD METHOD', undefined); // false
+ * isFetchNetworkError(new TypeError('Failed to fetch'), '/api', 'GET', undefined); // true
+ * isFetchNetworkError(new TypeError('Failed to fetch'), '/api', 'BAD METHOD', undefined); // false
  * ```
  */
-export function isBrowserNetworkError(
+export function isFetchNetworkError(
   error: unknown,
   url: string | URL,
   method: string,
   headers: RequestInit['headers'],
 ): boolean {
-  if (!isBareTypeError(error)) return false;
-  const { message } = error;
-  if (!NETWORK_MESSAGES.has(message) && !WITH_HOST.test(message)) return false;
+  if (!withoutCode(error)) return false;
+  const workerdLost =
+    error.name === 'Error' && error.message === WORKERD_LOST && error.cause === undefined;
+  if (!workerdLost && (error.name !== 'TypeError' || !saysConnectionFailed(error))) return false;
   return argumentsAreValid(url, method, headers);
 }
