@@ -1,5 +1,5 @@
 // The `stormproof` program as users run it: `node dist/cli/main.js` (dist is built by the suite's
-// global setup). Every scenario's --json with the founding document's figures, the storm lab and
+// global setup). Every scenario's --json with the storm story's figures, the storm lab and
 // its report, the stack checker, usage errors (exit 2, naming the option), the progress bar and
 // Ctrl-C (exit 130, no stack trace).
 import { spawn } from 'node:child_process';
@@ -57,7 +57,7 @@ async function json(args: readonly string[]): Promise<unknown> {
 const SMALL_STORM = ['--rps', '500', '--duration', '30', '--fault-at', '5', '--fault-seconds', '5'];
 
 describe.concurrent('stormproof sim <scenario> --json', () => {
-  it("herd: the founding document's figures, without and with jitter", async () => {
+  it("herd: the storm story's figures, without and with jitter", async () => {
     expect(await json(['sim', 'herd', '--jitter', 'none'])).toEqual({
       calls: 81000,
       busiestSlot: 1975,
@@ -246,7 +246,7 @@ describe.concurrent('stormproof lab', () => {
 });
 
 describe.concurrent('stormproof check', () => {
-  it("the example stack: the founding document's 64 calls", async () => {
+  it("the example stack: the storm story's 64 calls", async () => {
     const r = (await json(['check', 'examples/stack.json'])) as Record<string, unknown>;
     expect(r.worstCaseBottomCalls).toBe(64);
     expect(r.worstCaseLatencyMs).toBe(32_000);

@@ -1,4 +1,4 @@
-// The storm lab's scenarios as library API: the founding document's budget test, Brooker's model,
+// The storm lab's scenarios as library API: the storm story's budget test, Brooker's model,
 // retries at several layers, timers and the stack checker. Brooker's figures were printed by
 // CPython 3.11.7 running his simulator (aws-samples/aws-arch-backoff-simulator,
 // src/backoff_simulator.py) with pandas, bokeh and the file output taken out, `random.seed(seed)`
@@ -15,7 +15,7 @@ import { type HerdJitter, runHerd } from '../src/sim/herd.js';
 import { runLayers } from '../src/sim/layers.js';
 import { runTimers } from '../src/sim/timers.js';
 
-describe('runBudgetTest: the founding document', () => {
+describe('runBudgetTest: the storm story', () => {
   it('1000 requests to an always-503 service: 4000 calls without a budget, 1109 with one', async () => {
     const r = await runBudgetTest();
     expect(r.withoutBudget.calls).toBe(4000);
@@ -63,7 +63,7 @@ describe("runBrooker: Brooker's simulator, bit for bit", () => {
       decorrelated: [1002.22, 4580.756414372613],
       none: [2418.13, 2023.7118213845883],
     });
-    // The founding document's re-run: plain backoff about 1,850 calls, full jitter about 795
+    // The storm story's re-run: plain backoff about 1,850 calls, full jitter about 795
     // (fewer than half), decorrelated about 1,000 and a little sooner than full jitter.
     expect(r.full.calls).toBeLessThan(r.exponential.calls / 2);
     expect(r.decorrelated.timeMs).toBeLessThan(r.full.timeMs);
@@ -191,7 +191,7 @@ describe('checkStack', () => {
     readFileSync(new URL('../examples/stack.json', import.meta.url), 'utf8'),
   );
 
-  it("the founding document's stack: 64 calls, 32 s, seven warnings", () => {
+  it("the storm story's stack: 64 calls, 32 s, seven warnings", () => {
     const r = checkStack(example);
     expect(r.worstCaseBottomCalls).toBe(64);
     expect(r.worstCaseLatencyMs).toBe(32_000);
@@ -241,7 +241,7 @@ describe('checkStack', () => {
     expect(backoff({ jitter: 'none', maxDelayMs: 250 })).toBe(100 + 200 + 250);
   });
 
-  it('warns of everything the founding document warns against', () => {
+  it('warns of everything the storm story warns against', () => {
     const r = checkStack({
       layers: [{ name: 'sync job', attempts: 8, baseDelayMs: 100, retriesNonIdempotent: true }],
     });

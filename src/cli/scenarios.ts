@@ -97,7 +97,7 @@ function herdChart(jitter: string, timeline: HerdTimeline): LineChart {
 
 const herd: Scenario = {
   name: 'herd',
-  summary: "the founding document's toy model: 2000 clients that failed together",
+  summary: "the storm story's toy model: 2000 clients that failed together",
   options: [
     {
       flag: 'clients',
@@ -173,7 +173,7 @@ const herd: Scenario = {
     return {
       title: 'The herd: clients that failed together',
       intro: [
-        `${num(values.clients as number)} clients fail at time 0; the service answers ${num(values.perSlot as number)} calls per ${num(values.slotMs as number)} ms slot and fails the rest, which retry after a capped exponential backoff (base ${num(values.baseMs as number)} ms, cap ${num(values.capMs as number)} ms). The founding document's toy model, seed ${values.seed}.`,
+        `${num(values.clients as number)} clients fail at time 0; the service answers ${num(values.perSlot as number)} calls per ${num(values.slotMs as number)} ms slot and fails the rest, which retry after a capped exponential backoff (base ${num(values.baseMs as number)} ms, cap ${num(values.capMs as number)} ms). The storm story's toy model, seed ${values.seed}.`,
       ],
       sections: [
         {
@@ -212,7 +212,7 @@ function cumulativeChart(title: string, perRequest: readonly number[]): LineChar
 
 const budget: Scenario = {
   name: 'budget',
-  summary: "the document's retry budget test: requests to an always-503 service",
+  summary: "the storm story's retry budget test: requests to an always-503 service",
   options: [
     {
       flag: 'requests',
@@ -601,7 +601,7 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
   const section: ReportSection = {
     heading: runs.map(stormName).join(' versus '),
     text: [
-      'offered: requests arriving at the edge each second (client-library attempts, what the graphs showed). succeeded and failed: user requests (farmers\u2019 taps) that ended with a forecast or an error that second. The shaded stretches are the database failover and, with manual recovery, the shedding at the edge. Normal load is the mean before the failover; the peak after the failover is the busiest second once the database was healthy again (the founding document\u2019s 24,000 requests per second while the database was already healthy).',
+      'offered: requests arriving at the edge each second (client-library attempts, what the graphs showed). succeeded and failed: user requests (farmers\u2019 taps) that ended with a forecast or an error that second. The shaded stretches are the database failover and, with manual recovery, the shedding at the edge. Normal load is the mean before the failover; the peak after the failover is the busiest second once the database was healthy again (the storm story\u2019s 24,000 requests per second while the database was already healthy).',
     ],
     table: {
       head: ['', ...runs.map(stormName)],
@@ -620,7 +620,7 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
   return {
     title,
     intro: [
-      `The weather API of the founding document: ${num(p.rps)} forecast requests a second from partner apps, and a database that fails over for ${num(p.faultSeconds)} s at second ${num(p.faultAtSeconds)}. naive is the old stack (partner wrappers, the client library and the gateway each retry 3 times with no wait, no budget); stormproof retries at one layer, with capped exponential backoff, full jitter, a retry budget and Retry-After. ${num(p.durationSeconds)} s of virtual time, seed ${p.seed}. The model: docs/storm-model.md.`,
+      `The weather API of the storm story: ${num(p.rps)} forecast requests a second from partner apps, and a database that fails over for ${num(p.faultSeconds)} s at second ${num(p.faultAtSeconds)}. naive is the old stack (partner wrappers, the client library and the gateway each retry 3 times with no wait, no budget); stormproof retries at one layer, with capped exponential backoff, full jitter, a retry budget and Retry-After. ${num(p.durationSeconds)} s of virtual time, seed ${p.seed}. The model: docs/storm-model.md.`,
     ],
     sections: [section],
     footer:

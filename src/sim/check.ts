@@ -1,6 +1,6 @@
 // `stormproof check`: reads a description of the retry layers of a stack and answers, before any
 // outage does, how many calls one user request can become at the bottom, how long the user can
-// wait, and which of the founding document's rules the stack breaks.
+// wait, and which of the storm story's rules the stack breaks.
 import { checkNumber, closest, show } from '../core/validate.js';
 
 /** How a layer jitters its waits, as `check` reads it. */
@@ -70,7 +70,7 @@ export interface StackReport {
    * timeout or a deadline, so a hung service holds the request for ever).
    */
   readonly worstCaseLatencyMs: number | null;
-  /** What the stack does that the founding document warns against, one sentence each. */
+  /** What the stack does that the storm story warns against, one sentence each. */
   readonly warnings: readonly string[];
   /** Each layer's worst case, top first. */
   readonly layers: readonly StackLayerReport[];
@@ -91,7 +91,7 @@ const LAYER_KEYS = [
   'retriesNonIdempotent',
 ] as const;
 const JITTERS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
-/** gRPC treats any maxAttempts above 5 as 5; the founding document's limit is 3 or 4. */
+/** gRPC treats any maxAttempts above 5 as 5; the storm story's limit is 3 or 4. */
 const MAX_SENSIBLE_ATTEMPTS = 5;
 
 interface Layer {
