@@ -54,6 +54,9 @@ async function json(args: readonly string[]): Promise<unknown> {
 }
 
 /** A small storm, so the storm tests take a fraction of a second. */
+/** Every scenario of `stormproof sim`. */
+const SCENARIO_NAMES = ['herd', 'budget', 'brooker', 'layers', 'storm', 'timers'];
+
 const SMALL_STORM = ['--rps', '500', '--duration', '30', '--fault-at', '5', '--fault-seconds', '5'];
 
 describe.concurrent('stormproof sim <scenario> --json', () => {
@@ -228,6 +231,17 @@ describe.concurrent('stormproof lab', () => {
     expect(existsSync(`${out}.${r.code}.tmp`)).toBe(false);
   });
 
+  it('takes --plot FILE as sim does, for the same report as --out', async () => {
+    const out = join(dir, 'lab/plotted.html');
+    const r = await cli(['lab', ...SMALL_STORM, '--plot', out, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { report: string }).report).toBe(out);
+    expect(readFileSync(out, 'utf8')).toContain('The storm lab');
+    const both = await cli(['lab', '--plot', out, '--out', join(dir, 'lab/other.html')]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--out .*other\.html and --plot .*plotted\.html name two files/);
+  });
+
   it('--json gives both setups and the report path; --manual-recovery adds a third', async () => {
     const out = join(dir, 'lab/lab.svg');
     const r = (await json(['lab', ...SMALL_STORM, '--manual-recovery', '--out', out])) as Record<
@@ -373,10 +387,26 @@ describe.concurrent('usage errors: one line naming the option, exit code 2', () 
     expect(r.code).toBe(2);
   });
 
-  it('a value the model refuses is a usage error too', async () => {
+  it('a failover that does not fit the run names the flags typed and says what would work', async () => {
     const r = await cli(['sim', 'storm', '--duration', '5', '--fault-at', '10']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^stormproof: runStorm faultAtSeconds must be .*got 10\n$/);
+    expect(r.stderr).toBe(
+      'stormproof sim storm: the run ends before the failover does: --fault-at 10 and --fault-seconds 30 (the default) need --duration 5 to be at least 40; give --duration 40 or more, or a smaller --fault-at or --fault-seconds\n',
+    );
+    const short = await cli(['sim', 'storm', '--duration', '10']);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain(
+      '--fault-at 10 (the default) and --fault-seconds 30 (the default) need --duration 10 to be at least 40',
+    );
+    expect(short.stderr).not.toMatch(/runStorm|faultSeconds/);
+    const lab = await cli(['lab', '--duration', '20', '--fault-seconds', '15']);
+    expect(lab.code).toBe(2);
+    expect(lab.stderr).toMatch(
+      /^stormproof lab: .*--fault-seconds 15 need --duration 20 to be at least 25; give --duration 25 or more/,
+    );
+  });
+
+  it('a value the model refuses is a usage error too', async () => {
     const layers = await cli(['sim', 'layers', '--layers', '20', '--attempts', '100']);
     expect(layers.code).toBe(2);
     expect(layers.stderr).toMatch(/runLayers 20 layers of 100 attempts would make/);
@@ -420,6 +450,26 @@ describe.concurrent('help, version, progress and Ctrl-C', () => {
       expect(r.code, args.join(' ')).toBe(0);
       expect(r.stdout).toContain('Usage: stormproof');
     }
+  });
+
+  it('every --help shows the default of every option', async () => {
+    const helps = [['lab'], ['check'], ...SCENARIO_NAMES.map((name) => ['sim', name])];
+    for (const args of helps) {
+      const r = await cli([...args, '--help']);
+      // An option's help may wrap to the next line: join each option with its continuation.
+      const options = r.stdout.split('\n').reduce<string[]>((rows, line) => {
+        if (line.startsWith('  --')) rows.push(line);
+        else if (/^\s{6,}\S/.test(line) && rows.length > 0) rows[rows.length - 1] += line;
+        return rows;
+      }, []);
+      expect(options.length, args.join(' ')).toBeGreaterThan(0);
+      for (const option of options) expect(option, args.join(' ')).toMatch(/\(default[ :]/);
+    }
+    const storm = await cli(['sim', 'storm', '--help']);
+    expect(storm.stdout).toMatch(
+      /--duration N\s+seconds of virtual time simulated \(default 180\)/,
+    );
+    expect(storm.stdout).toMatch(/--plot FILE\s+.*\(default: no chart\)/);
   });
 
   it('--version prints the package version', async () => {

@@ -229,6 +229,52 @@ describe('checkStack', () => {
     expect(r.layers[1]!.maxTotalBackoffMs).toBe(1400);
   });
 
+  it("takes a stormproof policy's own option names, so a policy can be pasted in as a layer", () => {
+    const policy = {
+      maxAttempts: 4,
+      baseDelayMs: 200,
+      maxDelayMs: 5000,
+      deadlineMs: 3000,
+      attemptTimeoutMs: 1000,
+      jitter: 'full',
+      budget: { maxCredits: 100, cost: 10 },
+      honorRetryAfter: true,
+      throttledDelayMultiplier: 5,
+      maxInternalErrorRetries: 1,
+    };
+    const pasted = checkStack({ layers: [{ name: 'client library', ...policy }] });
+    const written = checkStack({
+      layers: [
+        {
+          name: 'client library',
+          attempts: 4,
+          baseDelayMs: 200,
+          maxDelayMs: 5000,
+          deadlineMs: 3000,
+          timeoutMs: 1000,
+          jitter: 'full',
+          budget: true,
+        },
+      ],
+    });
+    expect(pasted).toEqual(written);
+    expect(pasted.warnings).toEqual([]);
+    // gRPC's band as a policy writes it: the top of the band bounds each wait.
+    const band = checkStack({
+      layers: [{ name: 'x', maxAttempts: 3, baseDelayMs: 100, jitter: { band: [0.5, 1.5] } }],
+    });
+    expect(band.layers[0]!.maxTotalBackoffMs).toBeCloseTo((100 + 200) * 1.5, 9);
+    expect(() => checkStack({ layers: [{ name: 'x', attempts: 4, maxAttempts: 4 }] })).toThrow(
+      /layers\[0\] has both attempts and maxAttempts, which mean the same; give one/,
+    );
+    expect(() => checkStack({ layers: [{ name: 'x', maxAttempts: 0 }] })).toThrow(
+      /layers\[0\]\.maxAttempts must be >= 1/,
+    );
+    expect(() =>
+      checkStack({ layers: [{ name: 'x', maxAttempts: 2, jitter: { band: [1.2, 0.8] } }] }),
+    ).toThrow(/layers\[0\]\.jitter must be one of .* or \{ "band": \[low, high\] \}/);
+  });
+
   it('works out the worst backoff of each jitter', () => {
     const backoff = (layer: object) =>
       checkStack({
@@ -260,7 +306,7 @@ describe('checkStack', () => {
       /stack has no field "layer" \(did you mean "layers"\?\)/,
     );
     expect(() => checkStack({ layers: [{ name: 'a' }] })).toThrow(
-      /layers\[0\]\.attempts is required/,
+      /layers\[0\]\.attempts \(or maxAttempts\) is required/,
     );
     expect(() =>
       checkStack({

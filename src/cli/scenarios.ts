@@ -14,6 +14,7 @@ import type {
   TimersResult,
 } from '../sim/index.js';
 import { BROOKER_STRATEGIES } from '../sim/index.js';
+import { STORM_DEFAULTS } from '../sim/storm.js';
 import type { OptionSpec } from './args.js';
 import type { HerdTimeline } from './herd-timeline.js';
 import { num, round, table } from './output.js';
@@ -489,31 +490,37 @@ export const STORM_MODEL_OPTIONS: readonly OptionSpec[] = [
     flag: 'seed',
     key: 'seed',
     kind: { type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER },
-    help: "seed of the model's random generator (default: the model's)",
+    default: STORM_DEFAULTS.seed,
+    help: "seed of the model's random generator",
   },
   {
     flag: 'rps',
     key: 'rps',
     kind: { type: 'number', min: 1, max: 1_000_000 },
-    help: "user requests per second (default: the model's, 4000)",
+    default: STORM_DEFAULTS.rps,
+    help: 'user requests per second',
   },
   {
     flag: 'duration',
     key: 'durationSeconds',
     kind: { type: 'int', min: 1, max: 86_400 },
-    help: "seconds of virtual time simulated (default: the model's)",
+    default: STORM_DEFAULTS.durationSeconds,
+    help: 'seconds of virtual time simulated',
   },
   {
     flag: 'fault-at',
     key: 'faultAtSeconds',
-    kind: { type: 'int', min: 0, max: 86_400 },
-    help: "second at which the database fails over (default: the model's)",
+    // The model needs two seconds of normal load before the failover to measure it.
+    kind: { type: 'int', min: 2, max: 86_400 },
+    default: STORM_DEFAULTS.faultAtSeconds,
+    help: 'second at which the database fails over',
   },
   {
     flag: 'fault-seconds',
     key: 'faultSeconds',
     kind: { type: 'int', min: 0, max: 86_400 },
-    help: "how long the failover lasts (default: the model's, 30)",
+    default: STORM_DEFAULTS.faultSeconds,
+    help: 'how long the failover lasts',
   },
 ];
 

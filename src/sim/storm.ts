@@ -535,6 +535,9 @@ const DEFAULTS: StormParameters = Object.freeze({
   recoveryHoldSeconds: 10,
 });
 
+/** The storm model's defaults, for the CLI's help. */
+export const STORM_DEFAULTS: Readonly<StormParameters> = DEFAULTS;
+
 const KNOWN_KEYS: readonly string[] = [...Object.keys(DEFAULTS), 'retryPolicy', 'onProgress'];
 const RETRY_POLICY_KEYS: readonly string[] = [
   'maxAttempts',
