@@ -174,7 +174,7 @@ describe.concurrent('text output and charts', () => {
       ['budget', [], 2],
       ['brooker', ['--runs', '2'], 7],
       ['layers', [], 3],
-      ['storm', SMALL_STORM, 2],
+      ['storm', SMALL_STORM, 3], // naive and stormproof side by side, stormproof on its own scale
       ['timers', [], 2],
     ];
     const runs = scenarios.flatMap(([name, args, charts]) =>
@@ -210,7 +210,8 @@ describe.concurrent('text output and charts', () => {
     const svg = readFileSync(file, 'utf8');
     expect(svg.indexOf('naive: ')).toBeLessThan(svg.indexOf('stormproof: '));
     expect(svg).toMatch(/naive: [\d,]+\/s after the failover, recovered /);
-    expect(svg.match(/class="band"/g)).toHaveLength(2);
+    // The failover is shaded in each chart: the two side by side and stormproof on its own scale.
+    expect(svg.match(/class="band"/g)).toHaveLength(3);
     for (const s of ['offered', 'succeeded', 'failed']) expect(svg).toContain(`data-series="${s}"`);
   });
 });
@@ -226,8 +227,17 @@ describe.concurrent('stormproof lab', () => {
     expect(r.stdout).toMatch(/recovered after the database/);
     expect(r.stdout).toContain(`Report with the charts: ${out}`);
     const html = readFileSync(out, 'utf8');
-    expect(html.match(/<svg /g)).toHaveLength(2);
+    // naive and stormproof side by side on one scale, then stormproof on its own.
+    expect(html.match(/<svg /g)).toHaveLength(3);
     expect(html).toContain('The storm lab');
+    expect(html).toContain('stormproof on its own scale');
+    // Where stormproof's failed requests fall, in figures that add up to its total.
+    const split = html.match(
+      /Its ([\d,]+) failed user requests are the failover&#39;s own: ([\d,]+) ended while the database was down .*?, ([\d,]+) in the 5 s after it .*?, and ([\d,]+) later/,
+    );
+    expect(split, 'the explanation of the failed requests').not.toBeNull();
+    const [total, down, after, later] = split!.slice(1).map((n) => Number(n.replaceAll(',', '')));
+    expect(down! + after! + later!).toBe(total);
     expect(existsSync(`${out}.${r.code}.tmp`)).toBe(false);
   });
 
@@ -255,7 +265,7 @@ describe.concurrent('stormproof lab', () => {
       );
     }
     expect(r.report).toBe(out);
-    expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(3);
+    expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(4);
   });
 });
 

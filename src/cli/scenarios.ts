@@ -602,6 +602,46 @@ function stormChart(r: StormResult): LineChart {
   };
 }
 
+/** Seconds after the failover in which calls already under way when it ended still fail. */
+const IN_FLIGHT_SECONDS = 5;
+
+/**
+ * When a run's failed user requests ended: while the database was down, in the few seconds
+ * after (calls that were under way when it came back), or later (failures the retries made).
+ */
+export function failuresByPhase(r: StormResult): {
+  down: number;
+  justAfter: number;
+  later: number;
+} {
+  const from = r.parameters.faultAtSeconds;
+  const healthy = from + r.parameters.faultSeconds;
+  let down = 0;
+  let justAfter = 0;
+  let later = 0;
+  for (const second of r.series) {
+    if (second.t < healthy) down += second.failed;
+    else if (second.t < healthy + IN_FLIGHT_SECONDS) justAfter += second.failed;
+    else later += second.failed;
+  }
+  return { down, justAfter, later };
+}
+
+/** The stormproof run on its own y scale, and where its failed requests fall. */
+function ownScaleSection(r: StormResult): ReportSection {
+  const { down, justAfter, later } = failuresByPhase(r);
+  const p = r.parameters;
+  const share = r.totals.failed === 0 ? 100 : (100 * (down + justAfter)) / r.totals.failed;
+  return {
+    heading: `${stormName(r)} on its own scale`,
+    text: [
+      `Beside the naive run, stormproof's lines lie near the floor of a shared scale. Here they have their own. Its ${num(r.totals.failed)} failed user requests are the failover's own: ${num(down)} ended while the database was down (seconds ${num(p.faultAtSeconds)} to ${num(p.faultAtSeconds + p.faultSeconds)}), ${num(justAfter)} in the ${IN_FLIGHT_SECONDS} s after it (calls that were under way when it came back), and ${num(later)} later: ${round(share, 1)}% fall while the database is down or as it comes back. A forecast cannot be served while its database is failing over; what stormproof saves is everything after.`,
+    ],
+    charts: [{ ...stormChart(r), title: `${stormName(r)}: its own scale` }],
+    shareY: false,
+  };
+}
+
 /** The storm report: the runs' charts side by side, and their figures. */
 export function stormReport(runs: readonly StormResult[], title = 'The storm lab'): Report {
   const p = runs[0]!.parameters;
@@ -620,6 +660,12 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
         ['recovered after the database', ...runs.map(recovered)],
         ['user requests', ...runs.map((r) => r.totals.userRequests)],
         ['user requests that failed', ...runs.map((r) => r.totals.failed)],
+        ['  of them while the database was down', ...runs.map((r) => failuresByPhase(r).down)],
+        [
+          `  in the ${IN_FLIGHT_SECONDS} s after it (calls under way)`,
+          ...runs.map((r) => failuresByPhase(r).justAfter),
+        ],
+        ['  later', ...runs.map((r) => failuresByPhase(r).later)],
       ],
     },
     charts: runs.map(stormChart),
@@ -629,7 +675,10 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
     intro: [
       `The weather API of the storm story: ${num(p.rps)} forecast requests a second from partner apps, and a database that fails over for ${num(p.faultSeconds)} s at second ${num(p.faultAtSeconds)}. naive is the old stack (partner wrappers, the client library and the gateway each retry 3 times with no wait, no budget); stormproof retries at one layer, with capped exponential backoff, full jitter, a retry budget and Retry-After. ${num(p.durationSeconds)} s of virtual time, seed ${p.seed}. The model: docs/storm-model.md.`,
     ],
-    sections: [section],
+    sections: [
+      section,
+      ...runs.filter((r) => r.parameters.policy === 'stormproof').map(ownScaleSection),
+    ],
     footer:
       'Made by stormproof (npm start, or stormproof lab). Every client decides with the library\u2019s own engine on virtual time.',
   };
