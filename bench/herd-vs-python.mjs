@@ -123,7 +123,7 @@ export function herdVsPythonSection({ smoke = false, rounds = smoke ? 1 : 15 } =
   ];
   const verdicts = [];
   for (const [jitter, label] of [
-    ['full', 'full jitter (the storm story's default)'],
+    ['full', "full jitter (the storm story's default)"],
     ['none', 'no jitter'],
   ]) {
     const py = stat(`python3 herd_model.py ${jitter}`).median;
