@@ -1,5 +1,5 @@
 // The Node side of bench/herd-vs-python.mjs: runs the compiled herd (dist/sim/herd.js) once for the
-// jitter setting given on the command line and prints the founding document's line, exactly as
+// jitter setting given on the command line and prints the storm story's line, exactly as
 // bench/herd_model.py prints it.
 import { runHerd } from '../dist/sim/herd.js';
 

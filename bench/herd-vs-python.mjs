@@ -1,5 +1,5 @@
-// The herd against the founding document's Python model, in one run: whole processes (spawn, run,
-// exit), interleaved, N rounds each. `python3 herd_model.py <jitter>` runs the document's function
+// The herd against the storm story's Python model, in one run: whole processes (spawn, run,
+// exit), interleaved, N rounds each. `python3 herd_model.py <jitter>` runs the storm story's function
 // as printed; `node herd-node.mjs <jitter>` runs the compiled TypeScript model (dist/sim/herd.js,
 // built by `npm run build` in the root). Both must print the same line. Bare start-ups of each
 // interpreter are timed alongside, to show what a whole-process time is made of.
@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const AIM = 20;
-/** What the founding document prints, per jitter setting. */
+/** What the storm story prints, per jitter setting. */
 const EXPECTED = {
   full: 'jitter=True: 6487 calls, busiest 10 ms slot 205 calls, all done after 3.45 s',
   none: 'jitter=False: 81000 calls, busiest 10 ms slot 1975 calls, all done after 376.21 s',
@@ -61,7 +61,7 @@ function contenders() {
 
 /**
  * Runs the comparison and returns `{ markdown, ok }`: `ok` is false when the two models print
- * different lines (or not the document's). When python3 is missing, the section says so.
+ * different lines (or not the storm story's). When python3 is missing, the section says so.
  */
 export function herdVsPythonSection({ smoke = false, rounds = smoke ? 1 : 15 } = {}) {
   const list = contenders();
@@ -103,7 +103,7 @@ export function herdVsPythonSection({ smoke = false, rounds = smoke ? 1 : 15 } =
     checks.push(
       same
         ? `- ${jitter}: both print \`${py}\``
-        : `- ${jitter}: **MISMATCH**: Python printed \`${py}\`, Node printed \`${node}\` (the document: \`${EXPECTED[jitter]}\`)`,
+        : `- ${jitter}: **MISMATCH**: Python printed \`${py}\`, Node printed \`${node}\` (the storm story: \`${EXPECTED[jitter]}\`)`,
     );
   }
 
@@ -123,7 +123,7 @@ export function herdVsPythonSection({ smoke = false, rounds = smoke ? 1 : 15 } =
   ];
   const verdicts = [];
   for (const [jitter, label] of [
-    ['full', 'full jitter (the document default)'],
+    ['full', "full jitter (the storm story's default)"],
     ['none', 'no jitter'],
   ]) {
     const py = stat(`python3 herd_model.py ${jitter}`).median;
@@ -151,7 +151,7 @@ export function herdVsPythonSection({ smoke = false, rounds = smoke ? 1 : 15 } =
 
   const markdown = `## The herd against the Python model
 
-Whole processes, spawn to exit, timed by \`bench/herd-vs-python.mjs\`: \`python3 bench/herd_model.py <jitter>\` (the founding document's \`herd\` as printed there) against \`node bench/herd-node.mjs <jitter>\` (the compiled \`runHerd\` from \`dist/sim/herd.js\`), ${rounds} interleaved round${rounds === 1 ? '' : 's'}${smoke ? ', no warm-up' : ' after one warm-up run each'}, ${process.version}, ${spawnSync('python3', ['--version'], { encoding: 'utf8' }).stdout.trim()}. The bare start-up of each interpreter is timed alongside.
+Whole processes, spawn to exit, timed by \`bench/herd-vs-python.mjs\`: \`python3 bench/herd_model.py <jitter>\` (the storm story's \`herd\` as printed there) against \`node bench/herd-node.mjs <jitter>\` (the compiled \`runHerd\` from \`dist/sim/herd.js\`), ${rounds} interleaved round${rounds === 1 ? '' : 's'}${smoke ? ', no warm-up' : ' after one warm-up run each'}, ${process.version}, ${spawnSync('python3', ['--version'], { encoding: 'utf8' }).stdout.trim()}. The bare start-up of each interpreter is timed alongside.
 ${smoke ? '\n**Smoke run (`--smoke`): one round, too short to mean anything.**\n' : ''}
 Same figures:
 

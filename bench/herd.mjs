@@ -1,4 +1,4 @@
-// The founding document's herd (2000 clients failed together, 25 calls served per 10 ms slot,
+// The storm story's herd (2000 clients failed together, 25 calls served per 10 ms slot,
 // seed 7) run with each retry library's default schedule and with stormproof's default policy
 // through its engine. `node bench/herd.mjs` prints the markdown section; `run.mjs` puts it in
 // docs/benchmarks.md. Simulated time, so it is exact and repeatable: no timing involved.
@@ -21,7 +21,7 @@ export function herdSection() {
   const schedules = rows.map((r) => `- ${r.library}: ${r.schedule}.`);
   return `## Herd outcomes
 
-The founding document's herd: ${HERD.clients} clients fail together at time 0, the service answers ${HERD.perSlot} calls per ${HERD.slotMs} ms slot and fails the rest (503, no Retry-After), one seeded generator (seed ${HERD.seed}). Each library retries with its default schedule (\`src/sim/peer-schedules.ts\` cites the source of each); stormproof runs its default policy through its own engine (\`step\`), one policy and one \`RetryBudget\` per client, since each client is its own process. *Calls* counts every call, first calls included; *busiest slot* is the most calls in one slot after the first; *done after* is when the last client was served or gave up; *gave up* counts clients never served. The ideal is every client calling once, in its turn. Simulated time: these figures are exact and repeat for the seed.
+The storm story's herd: ${HERD.clients} clients fail together at time 0, the service answers ${HERD.perSlot} calls per ${HERD.slotMs} ms slot and fails the rest (503, no Retry-After), one seeded generator (seed ${HERD.seed}). Each library retries with its default schedule (\`src/sim/peer-schedules.ts\` cites the source of each); stormproof runs its default policy through its own engine (\`step\`), one policy and one \`RetryBudget\` per client, since each client is its own process. *Calls* counts every call, first calls included; *busiest slot* is the most calls in one slot after the first; *done after* is when the last client was served or gave up; *gave up* counts clients never served. The ideal is every client calling once, in its turn. Simulated time: these figures are exact and repeat for the seed.
 
 ${table.join('\n')}
 

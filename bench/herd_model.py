@@ -1,8 +1,6 @@
-"""The founding document's herd toy model, as printed in "Retry, Backoff and Jitter"
-(/work/shared/reference/retry-backoff-jitter.txt, section "Check that jitter really breaks up
-the crowd"). The function body is the document's, unchanged; only the __main__ block is ours:
-it runs the model once for the jitter setting given on the command line and prints the
-document's line.
+"""The herd toy model of the storm story (docs/storm.md) in Python, the language it was first
+written in. The function is that model; only the __main__ block is ours: it runs the model once
+for the jitter setting given on the command line and prints the model's line.
 
     python3 bench/herd_model.py full   # jitter=True: 6487 calls, ... all done after 3.45 s
     python3 bench/herd_model.py none   # jitter=False: 81000 calls, ... all done after 376.21 s

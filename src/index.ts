@@ -50,8 +50,11 @@ export {
 } from './core/retry.js';
 export {
   getHeader,
+  parseRateLimit,
+  parseRateLimitReset,
   parseRetryAfter,
   parseRetryAfterMs,
+  readRateLimitPauseMs,
   readRetryAfterMs,
 } from './core/retry-after.js';
 export { type Decision, type Outcome, type RetryState, startState, step } from './core/step.js';

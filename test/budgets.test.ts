@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { type Budget, RatioBudget, RetryBudget, TokenBucket } from '../src/core/budgets/index.js';
 
 /**
- * The founding document's budget test at the budget level: 1,000 calls to an operation that
+ * The storm story's budget test at the budget level: 1,000 calls to an operation that
  * always fails retryably, at most 4 attempts each, the budget asked before each retry. The hooks
  * are called as the engine calls them. Returns the total number of attempts.
  */
@@ -22,7 +22,7 @@ function alwaysFailing(budget: Budget | undefined, calls = 1000, maxAttempts = 4
   return attempts;
 }
 
-describe('the founding document count', () => {
+describe('the storm story count', () => {
   it('makes 4000 attempts without a budget and 1109 with RetryBudget()', () => {
     expect(alwaysFailing(undefined)).toBe(4000);
     expect(alwaysFailing(new RetryBudget())).toBe(1109);
@@ -38,7 +38,7 @@ describe('the founding document count', () => {
 });
 
 describe('RetryBudget', () => {
-  it('starts full with the founding document defaults', () => {
+  it('starts full with the storm story defaults', () => {
     const b = new RetryBudget();
     expect([b.maxCredits, b.cost, b.credits]).toEqual([100, 10, 100]);
   });

@@ -133,6 +133,31 @@ describe('classify', () => {
     });
   });
 
+  it('reads the rate-limit pause headers on a 429 or 503 without Retry-After, only there', () => {
+    const now = 1_700_000_000_000;
+    const limited = { ratelimit: '"default";r=0;t=5', 'x-ratelimit-reset': '1700000009' };
+    expect(classify({ status: 429, headers: limited }, now).retryAfterMs).toBe(5000);
+    expect(classify({ status: 503, headers: { 'x-amz-retry-after': '750' } }, now)).toEqual({
+      retryable: true,
+      kind: 'unavailable',
+      status: 503,
+      retryAfterMs: 750,
+    });
+    expect(
+      classify({ status: 429, headers: { 'x-ratelimit-reset': '1700000009' } }, now).retryAfterMs,
+    ).toBe(9000);
+    // Retry-After stays the server's word when it is there.
+    expect(
+      classify({ status: 429, headers: { ...limited, 'retry-after': '1' } }, now).retryAfterMs,
+    ).toBe(1000);
+    // Other statuses: a rate limiter's counters on a 502 or 500 are not a request to pause.
+    for (const status of [500, 502, 504]) {
+      expect(classify({ status, headers: limited }, now), String(status)).not.toHaveProperty(
+        'retryAfterMs',
+      );
+    }
+  });
+
   it('turns a Retry-After date into a wait from now', () => {
     const now = Date.parse('2026-12-03T06:00:00Z');
     expect(

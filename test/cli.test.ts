@@ -1,5 +1,5 @@
 // The `stormproof` program as users run it: `node dist/cli/main.js` (dist is built by the suite's
-// global setup). Every scenario's --json with the founding document's figures, the storm lab and
+// global setup). Every scenario's --json with the storm story's figures, the storm lab and
 // its report, the stack checker, usage errors (exit 2, naming the option), the progress bar and
 // Ctrl-C (exit 130, no stack trace).
 import { spawn } from 'node:child_process';
@@ -54,10 +54,13 @@ async function json(args: readonly string[]): Promise<unknown> {
 }
 
 /** A small storm, so the storm tests take a fraction of a second. */
+/** Every scenario of `stormproof sim`. */
+const SCENARIO_NAMES = ['herd', 'budget', 'brooker', 'layers', 'storm', 'timers'];
+
 const SMALL_STORM = ['--rps', '500', '--duration', '30', '--fault-at', '5', '--fault-seconds', '5'];
 
 describe.concurrent('stormproof sim <scenario> --json', () => {
-  it("herd: the founding document's figures, without and with jitter", async () => {
+  it("herd: the storm story's figures, without and with jitter", async () => {
     expect(await json(['sim', 'herd', '--jitter', 'none'])).toEqual({
       calls: 81000,
       busiestSlot: 1975,
@@ -103,7 +106,9 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
       decorrelated: { calls: 1002.22, timeMs: 4580.76 },
       none: { calls: 2418.13, timeMs: 2023.71 },
     });
-  });
+    // 100 runs of five strategies: about 2 s alone, but these scenarios run at once, beside the
+    // suite's other processes, on two shared cores. The figures are exact; only time varies.
+  }, 60_000);
 
   it('layers: 64 calls for 3 x 4, 243 for 5 x 3, 4 when only the top retries', async () => {
     expect(await json(['sim', 'layers', '--layers', '3', '--attempts', '4'])).toMatchObject({
@@ -171,7 +176,7 @@ describe.concurrent('text output and charts', () => {
       ['budget', [], 2],
       ['brooker', ['--runs', '2'], 7],
       ['layers', [], 3],
-      ['storm', SMALL_STORM, 2],
+      ['storm', SMALL_STORM, 3], // naive and stormproof side by side, stormproof on its own scale
       ['timers', [], 2],
     ];
     const runs = scenarios.flatMap(([name, args, charts]) =>
@@ -207,7 +212,8 @@ describe.concurrent('text output and charts', () => {
     const svg = readFileSync(file, 'utf8');
     expect(svg.indexOf('naive: ')).toBeLessThan(svg.indexOf('stormproof: '));
     expect(svg).toMatch(/naive: [\d,]+\/s after the failover, recovered /);
-    expect(svg.match(/class="band"/g)).toHaveLength(2);
+    // The failover is shaded in each chart: the two side by side and stormproof on its own scale.
+    expect(svg.match(/class="band"/g)).toHaveLength(3);
     for (const s of ['offered', 'succeeded', 'failed']) expect(svg).toContain(`data-series="${s}"`);
   });
 });
@@ -223,9 +229,29 @@ describe.concurrent('stormproof lab', () => {
     expect(r.stdout).toMatch(/recovered after the database/);
     expect(r.stdout).toContain(`Report with the charts: ${out}`);
     const html = readFileSync(out, 'utf8');
-    expect(html.match(/<svg /g)).toHaveLength(2);
+    // naive and stormproof side by side on one scale, then stormproof on its own.
+    expect(html.match(/<svg /g)).toHaveLength(3);
     expect(html).toContain('The storm lab');
+    expect(html).toContain('stormproof on its own scale');
+    // Where stormproof's failed requests fall, in figures that add up to its total.
+    const split = html.match(
+      /Its ([\d,]+) failed user requests are the failover&#39;s own: ([\d,]+) ended while the database was down .*?, ([\d,]+) in the 5 s after it .*?, and ([\d,]+) later/,
+    );
+    expect(split, 'the explanation of the failed requests').not.toBeNull();
+    const [total, down, after, later] = split!.slice(1).map((n) => Number(n.replaceAll(',', '')));
+    expect(down! + after! + later!).toBe(total);
     expect(existsSync(`${out}.${r.code}.tmp`)).toBe(false);
+  });
+
+  it('takes --plot FILE as sim does, for the same report as --out', async () => {
+    const out = join(dir, 'lab/plotted.html');
+    const r = await cli(['lab', ...SMALL_STORM, '--plot', out, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { report: string }).report).toBe(out);
+    expect(readFileSync(out, 'utf8')).toContain('The storm lab');
+    const both = await cli(['lab', '--plot', out, '--out', join(dir, 'lab/other.html')]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--out .*other\.html and --plot .*plotted\.html name two files/);
   });
 
   it('--json gives both setups and the report path; --manual-recovery adds a third', async () => {
@@ -241,12 +267,12 @@ describe.concurrent('stormproof lab', () => {
       );
     }
     expect(r.report).toBe(out);
-    expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(3);
+    expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(4);
   });
 });
 
 describe.concurrent('stormproof check', () => {
-  it("the example stack: the founding document's 64 calls", async () => {
+  it("the example stack: the storm story's 64 calls", async () => {
     const r = (await json(['check', 'examples/stack.json'])) as Record<string, unknown>;
     expect(r.worstCaseBottomCalls).toBe(64);
     expect(r.worstCaseLatencyMs).toBe(32_000);
@@ -373,10 +399,26 @@ describe.concurrent('usage errors: one line naming the option, exit code 2', () 
     expect(r.code).toBe(2);
   });
 
-  it('a value the model refuses is a usage error too', async () => {
+  it('a failover that does not fit the run names the flags typed and says what would work', async () => {
     const r = await cli(['sim', 'storm', '--duration', '5', '--fault-at', '10']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^stormproof: runStorm faultAtSeconds must be .*got 10\n$/);
+    expect(r.stderr).toBe(
+      'stormproof sim storm: the run ends before the failover does: --fault-at 10 and --fault-seconds 30 (the default) need --duration 5 to be at least 40; give --duration 40 or more, or a smaller --fault-at or --fault-seconds\n',
+    );
+    const short = await cli(['sim', 'storm', '--duration', '10']);
+    expect(short.code).toBe(2);
+    expect(short.stderr).toContain(
+      '--fault-at 10 (the default) and --fault-seconds 30 (the default) need --duration 10 to be at least 40',
+    );
+    expect(short.stderr).not.toMatch(/runStorm|faultSeconds/);
+    const lab = await cli(['lab', '--duration', '20', '--fault-seconds', '15']);
+    expect(lab.code).toBe(2);
+    expect(lab.stderr).toMatch(
+      /^stormproof lab: .*--fault-seconds 15 need --duration 20 to be at least 25; give --duration 25 or more/,
+    );
+  });
+
+  it('a value the model refuses is a usage error too', async () => {
     const layers = await cli(['sim', 'layers', '--layers', '20', '--attempts', '100']);
     expect(layers.code).toBe(2);
     expect(layers.stderr).toMatch(/runLayers 20 layers of 100 attempts would make/);
@@ -420,6 +462,26 @@ describe.concurrent('help, version, progress and Ctrl-C', () => {
       expect(r.code, args.join(' ')).toBe(0);
       expect(r.stdout).toContain('Usage: stormproof');
     }
+  });
+
+  it('every --help shows the default of every option', async () => {
+    const helps = [['lab'], ['check'], ...SCENARIO_NAMES.map((name) => ['sim', name])];
+    for (const args of helps) {
+      const r = await cli([...args, '--help']);
+      // An option's help may wrap to the next line: join each option with its continuation.
+      const options = r.stdout.split('\n').reduce<string[]>((rows, line) => {
+        if (line.startsWith('  --')) rows.push(line);
+        else if (/^\s{6,}\S/.test(line) && rows.length > 0) rows[rows.length - 1] += line;
+        return rows;
+      }, []);
+      expect(options.length, args.join(' ')).toBeGreaterThan(0);
+      for (const option of options) expect(option, args.join(' ')).toMatch(/\(default[ :]/);
+    }
+    const storm = await cli(['sim', 'storm', '--help']);
+    expect(storm.stdout).toMatch(
+      /--duration N\s+seconds of virtual time simulated \(default 180\)/,
+    );
+    expect(storm.stdout).toMatch(/--plot FILE\s+.*\(default: no chart\)/);
   });
 
   it('--version prints the package version', async () => {

@@ -2,7 +2,7 @@
 // node:http server on 127.0.0.1 (port 0), imports the built dist/fetch/index.js as an ES module
 // and runs createFetch against endpoints of the same origin (so no CORS and no preflight, even
 // for the attempt header). Only the browser's own fetch, AbortController and timers are used.
-// Skipped, with a message, where Debian's chromium is not installed.
+// Where Debian's chromium is not installed, one test fails and says so.
 
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -22,7 +22,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
-const NO_CHROMIUM = `${CHROMIUM} is not installed (Debian: apt-get install chromium); stormproof/fetch is still tested in Node by fetch.test.ts and fetch.integration.test.ts`;
+const NO_CHROMIUM = `${CHROMIUM} is not installed (Debian: apt-get install chromium): stormproof/fetch cannot be tested in a browser`;
 
 const DIST = fileURLToPath(new URL('../dist/', import.meta.url));
 /** Where the page imports the module from: the built file, as a browser would load it. */
@@ -49,6 +49,10 @@ let browser: Browser | undefined;
 let context: BrowserContext | undefined;
 let page: Page;
 let received: Received[] = [];
+/** How many requests to /reset are reset before it answers. */
+const RESETS = 12;
+/** A loopback port with nothing listening on it: connections to it are refused. */
+let refusedPort = 0;
 const counts = new Map<string, number>();
 /** Responses to /stall, never answered: ended in afterAll. */
 const pending: ServerResponse[] = [];
@@ -116,6 +120,11 @@ function endpoint(path: string, n: number, res: ServerResponse): void {
     case '/slow':
       reply(res, 503, `busy ${n}`, { 'retry-after': '2' });
       break;
+    case '/reset':
+      // The first RESETS requests are reset (TCP RST) before any answer, then it answers.
+      if (n <= RESETS) res.socket?.resetAndDestroy();
+      else reply(res, 200, `ok ${n}`);
+      break;
     case '/stall':
       pending.push(res); // Never answered; ended in afterAll.
       break;
@@ -162,13 +171,20 @@ async function rawGet(path: string): Promise<{ status: number; type: string; bod
   };
 }
 
-describe.skipIf(!hasChromium)(hasChromium ? TITLE : `${TITLE}: skipped, ${NO_CHROMIUM}`, () => {
+describe(TITLE, () => {
   beforeAll(async () => {
+    // A missing browser fails the suite, never skips it: .ci/run installs Debian's chromium.
+    if (!hasChromium) throw new Error(NO_CHROMIUM);
     const srv = createServer(handle);
     server = srv;
     srv.listen(0, '127.0.0.1');
     await once(srv, 'listening');
     origin = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    const closed = createServer();
+    closed.listen(0, '127.0.0.1');
+    await once(closed, 'listening');
+    refusedPort = (closed.address() as AddressInfo).port;
+    await new Promise((done) => closed.close(done));
 
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({
@@ -380,6 +396,93 @@ describe.skipIf(!hasChromium)(hasChromium ? TITLE : `${TITLE}: skipped, ${NO_CHR
       expect(result.waitMs).toBeGreaterThanOrEqual(2000);
       expect(result.elapsed).toBeLessThan(1000);
       expect(received).toEqual([{ method: 'GET', path: '/slow', attempt: undefined }]);
+    },
+    TEST_TIMEOUT,
+  );
+  it(
+    "retries a refused connection (the browser's bare TypeError) and rejects with it after the last attempt",
+    async () => {
+      const result = await page.evaluate(async (url) => {
+        const { createFetch, getRetryReport } = (globalThis as unknown as InPage).stormproofFetch;
+        const kinds: string[] = [];
+        const fetch = createFetch({
+          baseDelayMs: 10,
+          attemptHeader: false,
+          onRetry: (event) => {
+            kinds.push(event.verdict.kind);
+          },
+        });
+        try {
+          const res = await fetch(url);
+          return { resolved: res.status };
+        } catch (error) {
+          const report = getRetryReport(error);
+          return {
+            name: error instanceof Error ? error.name : String(error),
+            message: error instanceof Error ? error.message : '',
+            reason: report?.reason,
+            attempts: report?.attempts,
+            kinds,
+          };
+        }
+      }, `http://127.0.0.1:${refusedPort}/nothing`);
+      expect(result).toEqual({
+        name: 'TypeError',
+        message: 'Failed to fetch',
+        reason: 'max-attempts',
+        attempts: 4,
+        kinds: ['network', 'network', 'network'],
+      });
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
+    'retries a connection reset before the answer, and resolves with the answer',
+    async () => {
+      const result = await page.evaluate(async () => {
+        const { createFetch } = (globalThis as unknown as InPage).stormproofFetch;
+        const kinds: string[] = [];
+        const res = await createFetch({
+          baseDelayMs: 10,
+          maxAttempts: 13,
+          budget: false,
+          onRetry: (event) => {
+            kinds.push(event.verdict.kind);
+          },
+        })('/reset');
+        return { status: res.status, body: await res.text(), kinds };
+      });
+      expect(result.status).toBe(200);
+      expect(result.body).toBe(`ok ${RESETS + 1}`);
+      // Chromium itself resends a request once when its connection is reset (the twelve resets
+      // reached the page as six failures here): each failure that reaches the page is retried
+      // as a network error.
+      expect(result.kinds.length).toBeGreaterThanOrEqual(1);
+      expect(new Set(result.kinds)).toEqual(new Set(['network']));
+      expect(counts.get('/reset')).toBe(RESETS + 1);
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
+    'never retries the TypeError fetch throws for a bad argument',
+    async () => {
+      const result = await page.evaluate(async () => {
+        const { createFetch, getRetryReport } = (globalThis as unknown as InPage).stormproofFetch;
+        try {
+          await createFetch({ baseDelayMs: 10 })('/flaky', { method: 'BAD METHOD' });
+          return { resolved: true };
+        } catch (error) {
+          return {
+            name: error instanceof Error ? error.name : String(error),
+            reason: getRetryReport(error)?.reason,
+            attempts: getRetryReport(error)?.attempts,
+          };
+        }
+      });
+      expect(result).toEqual({ name: 'TypeError', reason: 'not-retryable', attempts: 1 });
+      expect(counts.get('/flaky')).toBeUndefined();
     },
     TEST_TIMEOUT,
   );

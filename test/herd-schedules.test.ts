@@ -1,5 +1,5 @@
 // The herd with a retry schedule per client (herd-schedules.ts) and the peers' default schedules
-// (peer-schedules.ts). The generic runner is pinned to the founding document's model through
+// (peer-schedules.ts). The generic runner is pinned to the storm story's model through
 // runHerd's figures: configured like the model, it must print the same numbers, bit for bit.
 import { describe, expect, it } from 'vitest';
 import { RetryBudget } from '../src/core/budgets/index.js';
@@ -26,22 +26,22 @@ import {
   undiciRetryAgentSchedule,
 } from '../src/sim/peer-schedules.js';
 
-/** The founding document's backoff, in its own arithmetic: min(cap, base * 2 ** tries), seconds. */
+/** The storm story's backoff, in its own arithmetic: min(cap, base * 2 ** tries), seconds. */
 const ceiling = (n: number, base = 0.2, cap = 5) => Math.min(cap, base * 2 ** n);
 
-/** The document's full jitter with no limit: `uniform(0, ceiling)` is `0 + ceiling * random()`. */
+/** The storm story's full jitter with no limit: `uniform(0, ceiling)` is `0 + ceiling * random()`. */
 const documentFullJitter: RetrySchedule = {
   maxRetries: Number.POSITIVE_INFINITY,
   waitSeconds: (n, random) => ceiling(n) * random(),
 };
 
-/** The document's `jitter=False`: the ceiling itself, no draw. */
+/** The storm story's `jitter=False`: the ceiling itself, no draw. */
 const documentNoJitter: RetrySchedule = {
   maxRetries: Number.POSITIVE_INFINITY,
   waitSeconds: (n) => ceiling(n),
 };
 
-describe('runHerdSchedule is pinned to the founding document', () => {
+describe('runHerdSchedule is pinned to the storm story', () => {
   it('full jitter, no limit, no deadline: 6487 calls, busiest slot 205, 3.45 s, as runHerd', () => {
     const expected = { calls: 6487, busiestSlot: 205, doneAfterSeconds: 3.45 };
     expect(runHerd({ jitter: 'full' })).toEqual(expected);
@@ -250,7 +250,7 @@ describe("the peers' default schedules", () => {
       doneAfterSeconds: 1023.01,
       gaveUp: 2000 - 11 * 25,
     });
-    // cockatiel: every client calls every slot until served, as the document's no-jitter count.
+    // cockatiel: every client calls every slot until served, as the storm story's no-jitter count.
     expect(runHerdSchedule({ schedule: cockatielSchedule })).toEqual({
       calls: 81000,
       busiestSlot: 1975,

@@ -1,5 +1,5 @@
-// runHerd against the founding document's `herd` toy model. The first two figures are the
-// document's own. The others were printed by CPython 3.11.7 running the document's model extended
+// runHerd against the storm story's `herd` toy model. The first two figures are the
+// storm story's own. The others were printed by CPython 3.11.7 running the storm story's model extended
 // as follows (the extension script is not part of the repo): `jitter` picks one of the five kinds
 // (none: `wait = ceiling`; full: `rng.uniform(0, ceiling)`; equal:
 // `ceiling / 2 + rng.uniform(0, ceiling / 2)`; decorrelated: `min(cap, rng.uniform(base,
@@ -11,7 +11,7 @@
 import { describe, expect, it } from 'vitest';
 import { type HerdJitter, type HerdOptions, runHerd } from '../src/sim/herd.js';
 
-describe("runHerd reproduces the founding document's figures", () => {
+describe("runHerd reproduces the storm story's figures", () => {
   it('without jitter: 81000 calls, busiest slot 1975, done after 376.21 s', () => {
     expect(runHerd({ jitter: 'none' })).toEqual({
       calls: 81000,
@@ -141,7 +141,7 @@ describe('runHerd at scale', () => {
     expect(result.calls).toBeGreaterThan(100_000);
     expect(result.busiestSlot).toBeLessThanOrEqual(100_000);
     expect(result.doneAfterSeconds).toBeGreaterThanOrEqual(100_000 / 25 / 100);
-    // And exact: herd(True, clients=100000), the document's model unchanged, printed
+    // And exact: herd(True, clients=100000), the storm story's model unchanged, printed
     // (1274779, 10050, '43.50') on CPython 3.11.7.
     expect(result).toEqual({ calls: 1_274_779, busiestSlot: 10_050, doneAfterSeconds: 43.5 });
   });

@@ -3,8 +3,11 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   getHeader,
   type HeadersLike,
+  parseRateLimit,
+  parseRateLimitReset,
   parseRetryAfter,
   parseRetryAfterMs,
+  readRateLimitPauseMs,
   readRetryAfterMs,
 } from '../src/core/retry-after.js';
 
@@ -568,5 +571,111 @@ describe('properties', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('parseRateLimitReset: delay seconds or a Unix time', () => {
+  const NOW = 1_700_000_000_000;
+
+  it('reads a run of digits below 10^9 as delay seconds', () => {
+    expect(parseRateLimitReset('30', NOW)).toBe(30_000);
+    expect(parseRateLimitReset('0', NOW)).toBe(0);
+    expect(parseRateLimitReset('000012', NOW)).toBe(12_000);
+    expect(parseRateLimitReset('999999999', NOW)).toBe(999_999_999_000);
+  });
+
+  it('reads 10^9 and above as a Unix time in seconds: the wait until then, 0 once passed', () => {
+    expect(parseRateLimitReset('1700000060', NOW)).toBe(60_000);
+    expect(parseRateLimitReset(' 1700000001\t', NOW)).toBe(1000);
+    // A reset in the past (a November 2023 time read in 2026) is no wait, never a 54-year one.
+    expect(parseRateLimitReset('1700000000', NOW_2026)).toBe(0);
+    expect(parseRateLimitReset('1000000000', NOW)).toBe(0);
+  });
+
+  it('reads an HTTP-date as Retry-After does', () => {
+    expect(parseRateLimitReset(IMF, RFC_EXAMPLE - 30 * SECOND)).toBe(30 * SECOND);
+  });
+
+  it('ignores an empty or malformed value', () => {
+    for (const value of ['', '  ', '-1', '+1', '1.5', '1e3', '0x10', '10s', '1 0', '１２']) {
+      expect(parseRateLimitReset(value, NOW), JSON.stringify(value)).toBeUndefined();
+    }
+    expect(parseRateLimitReset('1700000060', Number.NaN)).toBeUndefined();
+  });
+});
+
+describe('parseRateLimit: the IETF RateLimit field', () => {
+  it('reads the t parameter of one policy, in seconds', () => {
+    expect(parseRateLimit('"default";r=0;t=30')).toBe(30_000);
+    expect(parseRateLimit('"default";t=0;r=0')).toBe(0);
+    expect(parseRateLimit('default; r=0; t=7')).toBe(7000);
+  });
+
+  it('waits for the longest exhausted policy, or the longest of all when none is exhausted', () => {
+    expect(parseRateLimit('"burst";r=0;t=2, "day";r=10;t=3600')).toBe(2000);
+    expect(parseRateLimit('"a";r=0;t=2, "b";r=0;t=9, "c";r=5;t=60')).toBe(9000);
+    expect(parseRateLimit('"a";r=3;t=2, "b";r=1;t=9')).toBe(9000);
+  });
+
+  it('keeps a quoted partition key with commas and semicolons in one piece', () => {
+    expect(parseRateLimit('"default";pk="a,b;t=99";r=0;t=4')).toBe(4000);
+  });
+
+  it('ignores a field with no valid t, or a malformed one', () => {
+    for (const value of [
+      '',
+      '"default";r=0',
+      '"default";r=0;t=-1',
+      '"default";r=0;t=1.5',
+      '"default";r=0;t=abc',
+      '"default";r=0;t=1234567890123456',
+      '"open;r=0;t=5',
+    ]) {
+      expect(parseRateLimit(value), JSON.stringify(value)).toBeUndefined();
+    }
+  });
+});
+
+describe('readRateLimitPauseMs: the other pause headers, in order', () => {
+  const NOW = 1_700_000_000_000;
+
+  it('reads x-amz-retry-after in milliseconds first', () => {
+    const headers = new Headers({ 'x-amz-retry-after': '1500', ratelimit: '"d";r=0;t=9' });
+    expect(readRateLimitPauseMs(headers, NOW)).toBe(1500);
+  });
+
+  it('then RateLimit, RateLimit-Reset, X-RateLimit-Retry-After, X-RateLimit-Reset', () => {
+    const all = {
+      RateLimit: '"d";r=0;t=1',
+      'RateLimit-Reset': '2',
+      'X-RateLimit-Retry-After': '3',
+      'X-RateLimit-Reset': '4',
+    };
+    expect(readRateLimitPauseMs(all, NOW)).toBe(1000);
+    const { RateLimit: _a, ...noField } = all;
+    expect(readRateLimitPauseMs(noField, NOW)).toBe(2000);
+    const { 'RateLimit-Reset': _b, ...noReset } = noField;
+    expect(readRateLimitPauseMs(noReset, NOW)).toBe(3000);
+    const { 'X-RateLimit-Retry-After': _c, ...onlyX } = noReset;
+    expect(readRateLimitPauseMs(onlyX, NOW)).toBe(4000);
+  });
+
+  it('reads a Unix time in X-RateLimit-Reset (GitHub) and X-RateLimit-Retry-After (Symfony)', () => {
+    expect(readRateLimitPauseMs({ 'x-ratelimit-reset': '1700000042' }, NOW)).toBe(42_000);
+    expect(readRateLimitPauseMs({ 'x-ratelimit-retry-after': '1700000005' }, NOW)).toBe(5000);
+  });
+
+  it('skips an empty or malformed value and reads the next header', () => {
+    const headers = new Headers({
+      'x-amz-retry-after': '',
+      ratelimit: '"d";r=0',
+      'ratelimit-reset': 'soon',
+      'x-ratelimit-retry-after': '',
+      'x-ratelimit-reset': '6',
+    });
+    expect(readRateLimitPauseMs(headers, NOW)).toBe(6000);
+    expect(readRateLimitPauseMs(new Headers({ 'ratelimit-reset': '' }), NOW)).toBeUndefined();
+    expect(readRateLimitPauseMs(new Headers(), NOW)).toBeUndefined();
+    expect(readRateLimitPauseMs(null, NOW)).toBeUndefined();
   });
 });

@@ -236,7 +236,7 @@ describe('retry: jitter', () => {
 });
 
 describe('budgets', () => {
-  it('reproduces the founding document: 1000 always-503 calls make 4000 calls, 1109 with a RetryBudget', async () => {
+  it('reproduces the storm story: 1000 always-503 calls make 4000 calls, 1109 with a RetryBudget', async () => {
     for (const [budget, expected] of [
       [undefined, 4000],
       [new RetryBudget(), 1109],

@@ -1,4 +1,4 @@
-// The storm lab's scenarios as library API: the founding document's budget test, Brooker's model,
+// The storm lab's scenarios as library API: the storm story's budget test, Brooker's model,
 // retries at several layers, timers and the stack checker. Brooker's figures were printed by
 // CPython 3.11.7 running his simulator (aws-samples/aws-arch-backoff-simulator,
 // src/backoff_simulator.py) with pandas, bokeh and the file output taken out, `random.seed(seed)`
@@ -15,7 +15,7 @@ import { type HerdJitter, runHerd } from '../src/sim/herd.js';
 import { runLayers } from '../src/sim/layers.js';
 import { runTimers } from '../src/sim/timers.js';
 
-describe('runBudgetTest: the founding document', () => {
+describe('runBudgetTest: the storm story', () => {
   it('1000 requests to an always-503 service: 4000 calls without a budget, 1109 with one', async () => {
     const r = await runBudgetTest();
     expect(r.withoutBudget.calls).toBe(4000);
@@ -63,7 +63,7 @@ describe("runBrooker: Brooker's simulator, bit for bit", () => {
       decorrelated: [1002.22, 4580.756414372613],
       none: [2418.13, 2023.7118213845883],
     });
-    // The founding document's re-run: plain backoff about 1,850 calls, full jitter about 795
+    // The storm story's re-run: plain backoff about 1,850 calls, full jitter about 795
     // (fewer than half), decorrelated about 1,000 and a little sooner than full jitter.
     expect(r.full.calls).toBeLessThan(r.exponential.calls / 2);
     expect(r.decorrelated.timeMs).toBeLessThan(r.full.timeMs);
@@ -191,7 +191,7 @@ describe('checkStack', () => {
     readFileSync(new URL('../examples/stack.json', import.meta.url), 'utf8'),
   );
 
-  it("the founding document's stack: 64 calls, 32 s, seven warnings", () => {
+  it("the storm story's stack: 64 calls, 32 s, seven warnings", () => {
     const r = checkStack(example);
     expect(r.worstCaseBottomCalls).toBe(64);
     expect(r.worstCaseLatencyMs).toBe(32_000);
@@ -229,6 +229,52 @@ describe('checkStack', () => {
     expect(r.layers[1]!.maxTotalBackoffMs).toBe(1400);
   });
 
+  it("takes a stormproof policy's own option names, so a policy can be pasted in as a layer", () => {
+    const policy = {
+      maxAttempts: 4,
+      baseDelayMs: 200,
+      maxDelayMs: 5000,
+      deadlineMs: 3000,
+      attemptTimeoutMs: 1000,
+      jitter: 'full',
+      budget: { maxCredits: 100, cost: 10 },
+      honorRetryAfter: true,
+      throttledDelayMultiplier: 5,
+      maxInternalErrorRetries: 1,
+    };
+    const pasted = checkStack({ layers: [{ name: 'client library', ...policy }] });
+    const written = checkStack({
+      layers: [
+        {
+          name: 'client library',
+          attempts: 4,
+          baseDelayMs: 200,
+          maxDelayMs: 5000,
+          deadlineMs: 3000,
+          timeoutMs: 1000,
+          jitter: 'full',
+          budget: true,
+        },
+      ],
+    });
+    expect(pasted).toEqual(written);
+    expect(pasted.warnings).toEqual([]);
+    // gRPC's band as a policy writes it: the top of the band bounds each wait.
+    const band = checkStack({
+      layers: [{ name: 'x', maxAttempts: 3, baseDelayMs: 100, jitter: { band: [0.5, 1.5] } }],
+    });
+    expect(band.layers[0]!.maxTotalBackoffMs).toBeCloseTo((100 + 200) * 1.5, 9);
+    expect(() => checkStack({ layers: [{ name: 'x', attempts: 4, maxAttempts: 4 }] })).toThrow(
+      /layers\[0\] has both attempts and maxAttempts, which mean the same; give one/,
+    );
+    expect(() => checkStack({ layers: [{ name: 'x', maxAttempts: 0 }] })).toThrow(
+      /layers\[0\]\.maxAttempts must be >= 1/,
+    );
+    expect(() =>
+      checkStack({ layers: [{ name: 'x', maxAttempts: 2, jitter: { band: [1.2, 0.8] } }] }),
+    ).toThrow(/layers\[0\]\.jitter must be one of .* or \{ "band": \[low, high\] \}/);
+  });
+
   it('works out the worst backoff of each jitter', () => {
     const backoff = (layer: object) =>
       checkStack({
@@ -241,7 +287,7 @@ describe('checkStack', () => {
     expect(backoff({ jitter: 'none', maxDelayMs: 250 })).toBe(100 + 200 + 250);
   });
 
-  it('warns of everything the founding document warns against', () => {
+  it('warns of everything the storm story warns against', () => {
     const r = checkStack({
       layers: [{ name: 'sync job', attempts: 8, baseDelayMs: 100, retriesNonIdempotent: true }],
     });
@@ -260,7 +306,7 @@ describe('checkStack', () => {
       /stack has no field "layer" \(did you mean "layers"\?\)/,
     );
     expect(() => checkStack({ layers: [{ name: 'a' }] })).toThrow(
-      /layers\[0\]\.attempts is required/,
+      /layers\[0\]\.attempts \(or maxAttempts\) is required/,
     );
     expect(() =>
       checkStack({

@@ -1,4 +1,4 @@
-// The `storm` scenario: the founding document's weather API and its 30-second database failover.
+// The `storm` scenario: the storm story's weather API and its 30-second database failover.
 // The three behaviours the issue asks for are asserted on the result's figures with the default
 // seed; the rest checks that the runs repeat, that the stormproof clients really go through the
 // engine (budget, attempts, Retry-After) and that options are validated.

@@ -28,6 +28,8 @@ export interface OptionSpec {
   readonly kind: OptionKind;
   /** Its default, shown in the help. */
   readonly default?: string | number | boolean;
+  /** For an option with no default value: what leaving it out does, shown in the help. */
+  readonly defaultHelp?: string;
   /** One line of help. */
   readonly help: string;
 }
@@ -199,8 +201,10 @@ export function optionsHelp(specs: readonly OptionSpec[]): string {
     if (kind.type === 'enum') arg = ` ${kind.values.join('|')}`;
     else if (kind.type === 'file') arg = ' FILE';
     else if (kind.type !== 'flag') arg = ' N';
-    const def =
-      spec.default === undefined || spec.default === false ? '' : ` (default ${spec.default})`;
+    let def = '';
+    if (spec.default !== undefined && spec.default !== false) def = ` (default ${spec.default})`;
+    else if (spec.defaultHelp !== undefined) def = ` (default: ${spec.defaultHelp})`;
+    else if (kind.type === 'flag') def = ' (default off)';
     return [`  --${spec.flag}${arg}`, `${spec.help}${def}`] as const;
   });
   const width = Math.min(40, Math.max(...rows.map(([left]) => left.length)) + 2);

@@ -42,6 +42,7 @@ const PLOT: OptionSpec = {
   key: 'plot',
   kind: { type: 'file', extensions: ['.html', '.htm', '.svg'] },
   help: 'write charts to FILE: a self-contained .html page or an .svg picture',
+  defaultHelp: 'no chart',
 };
 const LAB_OPTIONS: readonly OptionSpec[] = [
   {
@@ -50,6 +51,13 @@ const LAB_OPTIONS: readonly OptionSpec[] = [
     kind: { type: 'file', extensions: ['.html', '.htm', '.svg'] },
     default: 'reports/storm-lab.html',
     help: 'where to write the report (.html or .svg)',
+  },
+  {
+    flag: PLOT.flag,
+    key: PLOT.key,
+    kind: PLOT.kind,
+    defaultHelp: 'the file of --out',
+    help: "the same as --out: the report is the lab's chart",
   },
   ...STORM_MODEL_OPTIONS.map((spec) =>
     spec.flag === 'manual-recovery'
@@ -127,6 +135,24 @@ async function main(argv: readonly string[], io: Io): Promise<number> {
   }
 }
 
+/**
+ * The storm's failover must fit in the run: `--fault-at` + `--fault-seconds` <= `--duration`.
+ * Checked here, before the model runs, so the error names the flags and says what would work.
+ */
+function checkStormFlags(command: string, args: readonly string[], values: Values): void {
+  const typed = new Set(args.map((arg) => arg.replace(/^--?/, '').split('=')[0]));
+  const show = (flag: string, value: unknown) =>
+    `--${flag} ${value}${typed.has(flag) ? '' : ' (the default)'}`;
+  const duration = values.durationSeconds as number;
+  const faultAt = values.faultAtSeconds as number;
+  const faultSeconds = values.faultSeconds as number;
+  if (faultAt + faultSeconds > duration) {
+    throw new UsageError(
+      `${command}: the run ends before the failover does: ${show('fault-at', faultAt)} and ${show('fault-seconds', faultSeconds)} need ${show('duration', duration)} to be at least ${faultAt + faultSeconds}; give --duration ${faultAt + faultSeconds} or more, or a smaller --fault-at or --fault-seconds`,
+    );
+  }
+}
+
 /** Runs jobs with a progress bar; returns their results. */
 async function runWithProgress(
   label: string,
@@ -176,6 +202,7 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
     return OK;
   }
   const values = parsed.values;
+  if (name === 'storm') checkStormFlags(command, rest, values);
   const plot = values.plot as string | undefined;
   const results = await runWithProgress(
     command,
@@ -195,6 +222,12 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
 async function lab(args: readonly string[], io: Io): Promise<number> {
   const command = 'stormproof lab';
   const parsed = parse(command, args, LAB_OPTIONS);
+  const { plot, out: outFlag } = parsed.values;
+  if (plot !== undefined && args.some((arg) => /^--out(=|$)/.test(arg)) && plot !== outFlag) {
+    throw new UsageError(
+      `${command}: --out ${outFlag} and --plot ${plot} name two files for the one report; give one of them`,
+    );
+  }
   if (parsed.help) {
     io.out(
       `Usage: ${command} [options]\n\nThe storm lab: the weather API's 30 s database failover, naive retries versus stormproof,\nside by side. Prints a comparison and writes a self-contained report with the charts.\n\nOptions:\n${optionsHelp(LAB_OPTIONS)}\n`,
@@ -202,6 +235,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
     return OK;
   }
   const values: Values = parsed.values;
+  checkStormFlags(command, args, values);
   const model = {
     seed: values.seed,
     rps: values.rps,
@@ -227,7 +261,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
     values.progress as ProgressMode,
     io,
   )) as StormResult[];
-  const out = String(values.out);
+  const out = String(values.plot ?? values.out);
   writeReport(out, stormReport(runs, 'The storm lab: naive retries versus stormproof'));
   if (values.json === true) {
     const figures = Object.fromEntries(

@@ -14,6 +14,7 @@ import type {
   TimersResult,
 } from '../sim/index.js';
 import { BROOKER_STRATEGIES } from '../sim/index.js';
+import { STORM_DEFAULTS } from '../sim/storm.js';
 import type { OptionSpec } from './args.js';
 import type { HerdTimeline } from './herd-timeline.js';
 import { num, round, table } from './output.js';
@@ -97,7 +98,7 @@ function herdChart(jitter: string, timeline: HerdTimeline): LineChart {
 
 const herd: Scenario = {
   name: 'herd',
-  summary: "the founding document's toy model: 2000 clients that failed together",
+  summary: "the storm story's toy model: 2000 clients that failed together",
   options: [
     {
       flag: 'clients',
@@ -173,7 +174,7 @@ const herd: Scenario = {
     return {
       title: 'The herd: clients that failed together',
       intro: [
-        `${num(values.clients as number)} clients fail at time 0; the service answers ${num(values.perSlot as number)} calls per ${num(values.slotMs as number)} ms slot and fails the rest, which retry after a capped exponential backoff (base ${num(values.baseMs as number)} ms, cap ${num(values.capMs as number)} ms). The founding document's toy model, seed ${values.seed}.`,
+        `${num(values.clients as number)} clients fail at time 0; the service answers ${num(values.perSlot as number)} calls per ${num(values.slotMs as number)} ms slot and fails the rest, which retry after a capped exponential backoff (base ${num(values.baseMs as number)} ms, cap ${num(values.capMs as number)} ms). The storm story's toy model, seed ${values.seed}.`,
       ],
       sections: [
         {
@@ -212,7 +213,7 @@ function cumulativeChart(title: string, perRequest: readonly number[]): LineChar
 
 const budget: Scenario = {
   name: 'budget',
-  summary: "the document's retry budget test: requests to an always-503 service",
+  summary: "the storm story's retry budget test: requests to an always-503 service",
   options: [
     {
       flag: 'requests',
@@ -489,31 +490,37 @@ export const STORM_MODEL_OPTIONS: readonly OptionSpec[] = [
     flag: 'seed',
     key: 'seed',
     kind: { type: 'int', min: 0, max: Number.MAX_SAFE_INTEGER },
-    help: "seed of the model's random generator (default: the model's)",
+    default: STORM_DEFAULTS.seed,
+    help: "seed of the model's random generator",
   },
   {
     flag: 'rps',
     key: 'rps',
     kind: { type: 'number', min: 1, max: 1_000_000 },
-    help: "user requests per second (default: the model's, 4000)",
+    default: STORM_DEFAULTS.rps,
+    help: 'user requests per second',
   },
   {
     flag: 'duration',
     key: 'durationSeconds',
     kind: { type: 'int', min: 1, max: 86_400 },
-    help: "seconds of virtual time simulated (default: the model's)",
+    default: STORM_DEFAULTS.durationSeconds,
+    help: 'seconds of virtual time simulated',
   },
   {
     flag: 'fault-at',
     key: 'faultAtSeconds',
-    kind: { type: 'int', min: 0, max: 86_400 },
-    help: "second at which the database fails over (default: the model's)",
+    // The model needs two seconds of normal load before the failover to measure it.
+    kind: { type: 'int', min: 2, max: 86_400 },
+    default: STORM_DEFAULTS.faultAtSeconds,
+    help: 'second at which the database fails over',
   },
   {
     flag: 'fault-seconds',
     key: 'faultSeconds',
     kind: { type: 'int', min: 0, max: 86_400 },
-    help: "how long the failover lasts (default: the model's, 30)",
+    default: STORM_DEFAULTS.faultSeconds,
+    help: 'how long the failover lasts',
   },
 ];
 
@@ -595,13 +602,53 @@ function stormChart(r: StormResult): LineChart {
   };
 }
 
+/** Seconds after the failover in which calls already under way when it ended still fail. */
+const IN_FLIGHT_SECONDS = 5;
+
+/**
+ * When a run's failed user requests ended: while the database was down, in the few seconds
+ * after (calls that were under way when it came back), or later (failures the retries made).
+ */
+export function failuresByPhase(r: StormResult): {
+  down: number;
+  justAfter: number;
+  later: number;
+} {
+  const from = r.parameters.faultAtSeconds;
+  const healthy = from + r.parameters.faultSeconds;
+  let down = 0;
+  let justAfter = 0;
+  let later = 0;
+  for (const second of r.series) {
+    if (second.t < healthy) down += second.failed;
+    else if (second.t < healthy + IN_FLIGHT_SECONDS) justAfter += second.failed;
+    else later += second.failed;
+  }
+  return { down, justAfter, later };
+}
+
+/** The stormproof run on its own y scale, and where its failed requests fall. */
+function ownScaleSection(r: StormResult): ReportSection {
+  const { down, justAfter, later } = failuresByPhase(r);
+  const p = r.parameters;
+  const share = r.totals.failed === 0 ? 100 : (100 * (down + justAfter)) / r.totals.failed;
+  return {
+    heading: `${stormName(r)} on its own scale`,
+    text: [
+      `Beside the naive run, stormproof's lines lie near the floor of a shared scale. Here they have their own. Its ${num(r.totals.failed)} failed user requests are the failover's own: ${num(down)} ended while the database was down (seconds ${num(p.faultAtSeconds)} to ${num(p.faultAtSeconds + p.faultSeconds)}), ${num(justAfter)} in the ${IN_FLIGHT_SECONDS} s after it (calls that were under way when it came back), and ${num(later)} later: ${round(share, 1)}% fall while the database is down or as it comes back. A forecast cannot be served while its database is failing over; what stormproof saves is everything after.`,
+    ],
+    charts: [{ ...stormChart(r), title: `${stormName(r)}: its own scale` }],
+    shareY: false,
+  };
+}
+
 /** The storm report: the runs' charts side by side, and their figures. */
 export function stormReport(runs: readonly StormResult[], title = 'The storm lab'): Report {
   const p = runs[0]!.parameters;
   const section: ReportSection = {
     heading: runs.map(stormName).join(' versus '),
     text: [
-      'offered: requests arriving at the edge each second (client-library attempts, what the graphs showed). succeeded and failed: user requests (farmers\u2019 taps) that ended with a forecast or an error that second. The shaded stretches are the database failover and, with manual recovery, the shedding at the edge. Normal load is the mean before the failover; the peak after the failover is the busiest second once the database was healthy again (the founding document\u2019s 24,000 requests per second while the database was already healthy).',
+      'offered: requests arriving at the edge each second (client-library attempts, what the graphs showed). succeeded and failed: user requests (farmers\u2019 taps) that ended with a forecast or an error that second. The shaded stretches are the database failover and, with manual recovery, the shedding at the edge. Normal load is the mean before the failover; the peak after the failover is the busiest second once the database was healthy again (the storm story\u2019s 24,000 requests per second while the database was already healthy).',
     ],
     table: {
       head: ['', ...runs.map(stormName)],
@@ -613,6 +660,12 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
         ['recovered after the database', ...runs.map(recovered)],
         ['user requests', ...runs.map((r) => r.totals.userRequests)],
         ['user requests that failed', ...runs.map((r) => r.totals.failed)],
+        ['  of them while the database was down', ...runs.map((r) => failuresByPhase(r).down)],
+        [
+          `  in the ${IN_FLIGHT_SECONDS} s after it (calls under way)`,
+          ...runs.map((r) => failuresByPhase(r).justAfter),
+        ],
+        ['  later', ...runs.map((r) => failuresByPhase(r).later)],
       ],
     },
     charts: runs.map(stormChart),
@@ -620,9 +673,12 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
   return {
     title,
     intro: [
-      `The weather API of the founding document: ${num(p.rps)} forecast requests a second from partner apps, and a database that fails over for ${num(p.faultSeconds)} s at second ${num(p.faultAtSeconds)}. naive is the old stack (partner wrappers, the client library and the gateway each retry 3 times with no wait, no budget); stormproof retries at one layer, with capped exponential backoff, full jitter, a retry budget and Retry-After. ${num(p.durationSeconds)} s of virtual time, seed ${p.seed}. The model: docs/storm-model.md.`,
+      `The weather API of the storm story: ${num(p.rps)} forecast requests a second from partner apps, and a database that fails over for ${num(p.faultSeconds)} s at second ${num(p.faultAtSeconds)}. naive is the old stack (partner wrappers, the client library and the gateway each retry 3 times with no wait, no budget); stormproof retries at one layer, with capped exponential backoff, full jitter, a retry budget and Retry-After. ${num(p.durationSeconds)} s of virtual time, seed ${p.seed}. The model: docs/storm-model.md.`,
     ],
-    sections: [section],
+    sections: [
+      section,
+      ...runs.filter((r) => r.parameters.policy === 'stormproof').map(ownScaleSection),
+    ],
     footer:
       'Made by stormproof (npm start, or stormproof lab). Every client decides with the library\u2019s own engine on virtual time.',
   };

@@ -5,7 +5,7 @@ import type { RandomSource } from './clock.js';
 /**
  * How a retry's wait is drawn below its backoff ceiling.
  *
- * - `'full'`: uniform in [0, ceiling). The founding document's default and Brooker's winner.
+ * - `'full'`: uniform in [0, ceiling). The storm story's default and Brooker's winner.
  * - `'equal'`: ceiling/2 plus uniform in [0, ceiling/2); never waits less than half.
  * - `'decorrelated'`: Brooker's `min(cap, uniform(base, previous * 3))`, remembering the last wait.
  * - `'none'`: exactly the ceiling. Clients that failed together retry together: avoid.

@@ -1,7 +1,7 @@
 // The default answer to "can this failure pass, and how long did the server ask us to wait?".
 // It reads the shapes that HTTP clients, Node and undici actually throw, and nothing else: an
 // error it does not recognise is not retried (retry only what can pass).
-import { getHeader, readRetryAfterMs } from './retry-after.js';
+import { getHeader, readRateLimitPauseMs, readRetryAfterMs } from './retry-after.js';
 
 /**
  * What kind of failure an attempt ended with.
@@ -170,7 +170,11 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
       ? explicit
       : headers === undefined
         ? undefined
-        : readRetryAfterMs(headers, nowMs);
+        : (readRetryAfterMs(headers, nowMs) ??
+          // No Retry-After on a 429 or 503: the rate limiter's own reset headers say how long.
+          (result.status === 429 || result.status === 503
+            ? readRateLimitPauseMs(headers, nowMs)
+            : undefined));
   if (retryAfterMs === undefined) return result;
   // RFC 9110 15.5.14: a 413 for a temporary condition SHOULD carry Retry-After; with one, the
   // request may pass after that pause. Without one, it is too large for good.

@@ -312,3 +312,162 @@ export function readRetryAfterMs(headers: unknown, nowMs: number = Date.now()): 
   const standard = getHeader(headers, 'retry-after');
   return standard === undefined ? undefined : parseRetryAfter(standard, nowMs);
 }
+
+// The server's other pause headers, read only when a 429 or 503 carries no usable Retry-After.
+// None is standard HTTP; each is read as its senders use it, and a value we cannot read is
+// ignored, so the next header (or the plain jittered backoff) decides.
+
+/**
+ * A reset header value of at least this many seconds is a Unix time, not a delay: 10^9 seconds
+ * is 2001-09-09, and a delay of 31 years is never meant. A fixed number rather than "now", so it
+ * cannot go stale and misread a recent reset time as a 56-year delay.
+ */
+const EPOCH_SECONDS_FROM = 1_000_000_000;
+
+/**
+ * Parses a rate-limit reset header (`RateLimit-Reset`, `X-RateLimit-Reset`,
+ * `X-RateLimit-Retry-After`) into the milliseconds to wait.
+ *
+ * Senders disagree on the unit: GitHub's `X-RateLimit-Reset` and Symfony's
+ * `X-RateLimit-Retry-After` are Unix times in seconds, the IETF draft's `RateLimit-Reset` and
+ * most others are delay seconds. A run of digits below 10^9 is delay seconds; from 10^9 on it is
+ * a Unix time, and the wait is that time minus `nowMs` (0 when it has passed). An HTTP-date is
+ * read as in {@link parseRetryAfter}.
+ *
+ * @param value - The header value; spaces and tabs around it are ignored.
+ * @param nowMs - The current wall-clock time in epoch ms; defaults to `Date.now()`.
+ * @returns Milliseconds to wait (finite, >= 0), or undefined for an empty or malformed value
+ *   (`''`, `-1`, `1.5`, `1e3`). Never throws.
+ *
+ * @example
+ * ```ts
+ * parseRateLimitReset('30'); // 30000
+ * parseRateLimitReset('1700000060', 1_700_000_000_000); // 60000
+ * parseRateLimitReset(''); // undefined
+ * ```
+ */
+export function parseRateLimitReset(value: string, nowMs: number = Date.now()): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const text = trimOws(value);
+  if (DELAY_SECONDS.test(text) && Number(text) >= EPOCH_SECONDS_FROM) {
+    return Number.isFinite(nowMs) ? Math.max(0, Number(text) * 1000 - nowMs) : undefined;
+  }
+  return parseRetryAfter(text, nowMs);
+}
+
+/** A Structured Field integer that is not negative (RFC 9651 section 3.3.1: at most 15 digits). */
+const SF_NON_NEGATIVE_INTEGER = /^\d{1,15}$/;
+
+/**
+ * Splits a Structured Field on `separator` outside quoted strings (RFC 9651 section 3.3.3), so a
+ * partition key such as `pk="a,b;c"` stays in one piece. Returns undefined when a quote is left
+ * open (the field is malformed).
+ */
+function splitOutsideQuotes(text: string, separator: string): string[] | undefined {
+  const parts: string[] = [];
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (quoted && char === '\\') i++;
+    else if (char === '"') quoted = !quoted;
+    else if (!quoted && char === separator) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (quoted) return undefined;
+  parts.push(text.slice(start));
+  return parts;
+}
+
+/**
+ * Parses the IETF `RateLimit` field (draft-ietf-httpapi-ratelimit-headers) into the milliseconds
+ * to wait: the `t` parameter, the seconds until a quota resets.
+ *
+ * The field is a Structured Field List of quota policies, each with parameters, for example
+ * `"default";r=0;t=30, "daily";r=950;t=40000`. The wait is the largest `t` among the policies
+ * with no requests left (`r=0`), or among all of them when none says so: the client waits until
+ * the quota that turned it away has room again.
+ *
+ * @param value - The field value.
+ * @returns Milliseconds to wait, or undefined when no policy carries a valid `t` (a non-negative
+ *   integer) or the field is malformed. Never throws.
+ *
+ * @example
+ * ```ts
+ * parseRateLimit('"default";r=0;t=30'); // 30000
+ * parseRateLimit('"burst";r=0;t=2, "day";r=10;t=3600'); // 2000
+ * parseRateLimit('"default";r=0'); // undefined
+ * ```
+ */
+export function parseRateLimit(value: string): number | undefined {
+  if (typeof value !== 'string') return undefined;
+  const members = splitOutsideQuotes(value, ',');
+  if (members === undefined) return undefined;
+  let exhausted: number | undefined;
+  let any: number | undefined;
+  for (const member of members) {
+    const parts = splitOutsideQuotes(member, ';');
+    if (parts === undefined) return undefined;
+    let t: number | undefined;
+    let r: string | undefined;
+    for (const param of parts.slice(1)) {
+      const eq = param.indexOf('=');
+      const key = trimOws(eq === -1 ? param : param.slice(0, eq));
+      const raw = eq === -1 ? '' : trimOws(param.slice(eq + 1));
+      if (key === 't' && SF_NON_NEGATIVE_INTEGER.test(raw)) t = Number(raw) * 1000;
+      else if (key === 'r') r = raw;
+    }
+    if (t === undefined) continue;
+    any = Math.max(any ?? 0, t);
+    if (r === '0') exhausted = Math.max(exhausted ?? 0, t);
+  }
+  return exhausted ?? any;
+}
+
+/** The reset headers, in the order they are read. */
+const RESET_HEADERS: readonly string[] = [
+  'ratelimit-reset',
+  'x-ratelimit-retry-after',
+  'x-ratelimit-reset',
+];
+
+/**
+ * Reads the pause a 429 or 503 asks for when it carries no usable Retry-After, in milliseconds,
+ * from the first of these headers that holds a readable value:
+ *
+ * 1. `x-amz-retry-after` (AWS): milliseconds, as {@link parseRetryAfterMs} reads them.
+ * 2. `RateLimit` (IETF draft): its `t` parameter, see {@link parseRateLimit}.
+ * 3. `RateLimit-Reset`, 4. `X-RateLimit-Retry-After`, 5. `X-RateLimit-Reset`: delay seconds or a
+ *    Unix time, see {@link parseRateLimitReset}.
+ *
+ * An empty or malformed value is skipped, so a later header still counts.
+ *
+ * @param headers - A web `Headers` or a plain object (see {@link HeadersLike}).
+ * @param nowMs - The current wall-clock time in epoch ms; defaults to `Date.now()`.
+ * @returns Milliseconds to wait, or undefined when no header is usable. Never throws.
+ *
+ * @example
+ * ```ts
+ * readRateLimitPauseMs(new Headers({ 'ratelimit': '"default";r=0;t=5' })); // 5000
+ * readRateLimitPauseMs({ 'X-RateLimit-Reset': '', 'RateLimit-Reset': '3' }); // 3000
+ * ```
+ */
+export function readRateLimitPauseMs(
+  headers: unknown,
+  nowMs: number = Date.now(),
+): number | undefined {
+  const amz = getHeader(headers, 'x-amz-retry-after');
+  const amzMs = amz === undefined ? undefined : parseRetryAfterMs(amz);
+  if (amzMs !== undefined) return amzMs;
+  const field = getHeader(headers, 'ratelimit');
+  const fieldMs = field === undefined ? undefined : parseRateLimit(field);
+  if (fieldMs !== undefined) return fieldMs;
+  for (const name of RESET_HEADERS) {
+    const value = getHeader(headers, name);
+    const ms = value === undefined ? undefined : parseRateLimitReset(value, nowMs);
+    if (ms !== undefined) return ms;
+  }
+  return undefined;
+}

@@ -23,9 +23,10 @@
  *
  * @module
  */
-
 import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch.js';
-import { OVERLOADED_HEADER } from '../core/classify.js';
+import type { Budget } from '../core/budgets/budget.js';
+import { RetryBudget } from '../core/budgets/retry-budget.js';
+import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
 import {
   type AttemptContext,
   type CallOptions,
@@ -42,7 +43,9 @@ import {
   type UnrepeatableReason,
 } from '../core/options.js';
 import { execute, getRetryReport, type ResultCheck } from '../core/retry.js';
-import { checkKnownKeys, checkOptionsObject, show } from '../core/validate.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
+import { type BudgetFactory, OriginBudgets, originOf } from './budgets.js';
+import { isFetchNetworkError } from './network-error.js';
 import { redactUrl } from './redact.js';
 import {
   AUTO_KEY_METHODS,
@@ -57,7 +60,7 @@ import {
 
 export { REDACTED, redactUrl } from './redact.js';
 export { DEFAULT_RETRY_METHODS, IDEMPOTENCY_KEY_HEADER } from './request.js';
-export type { GiveUpReason, RetryReport };
+export type { BudgetFactory, GiveUpReason, RetryReport };
 export { getRetryReport, OVERLOADED_HEADER };
 
 /**
@@ -66,8 +69,29 @@ export { getRetryReport, OVERLOADED_HEADER };
  */
 export const DEFAULT_ATTEMPT_HEADER = 'stormproof-attempt';
 
-/** The signature of the global `fetch`. */
-export type FetchFunction = (input: RequestInfo | URL, init?: RequestInit) => Promise<Response>;
+/**
+ * The signature of the global `fetch`. Spelled `string | URL | Request` rather than the DOM
+ * library's `RequestInfo`, so the types also hold in a project without `lib: ["dom"]`.
+ */
+export type FetchFunction = (
+  input: string | URL | Request,
+  init?: RequestInit,
+) => Promise<Response>;
+
+/**
+ * createFetch's total time for one call, in ms: two attempts of {@link FETCH_ATTEMPT_TIMEOUT_MS}.
+ * See docs/fetch.md for why.
+ */
+export const FETCH_DEADLINE_MS = 30_000;
+
+/**
+ * createFetch's time limit of one attempt, in ms: Envoy's default route timeout, and above ky's
+ * 10 s request timeout, so an endpoint that answers within 10 s is never cut off.
+ */
+export const FETCH_ATTEMPT_TIMEOUT_MS = 15_000;
+
+/** How many origins' retry budgets one createFetch remembers by default. */
+export const DEFAULT_MAX_ORIGINS = 1000;
 
 /** What every fetch event says about its request. Never a header, never a body. */
 export interface FetchEventContext {
@@ -111,7 +135,56 @@ export interface FetchSuccessEvent extends SuccessEvent, FetchEventContext {}
  * docs/retry.md), the hooks with fetch-shaped events, and the options of fetch itself.
  */
 export interface CreateFetchOptions
-  extends Omit<RetryPolicyOptions, 'onRetry' | 'onGiveUp' | 'onSuccess'> {
+  extends Omit<
+    RetryPolicyOptions,
+    'onRetry' | 'onGiveUp' | 'onSuccess' | 'deadlineMs' | 'attemptTimeoutMs' | 'budget'
+  > {
+  /**
+   * The total time of one call, in ms, from its start, waits included. A retry whose wait would
+   * end past it is not made. Longer than the engine's 3 s: a drop-in `fetch` must not fail a
+   * slow endpoint that plain fetch serves (docs/fetch.md, "Defaults").
+   * @default 30000
+   * @example
+   * ```ts
+   * createFetch({ deadlineMs: 3000 }); // an interactive screen: give up after 3 s
+   * ```
+   */
+  deadlineMs?: number | undefined;
+  /**
+   * The time limit of each attempt, in ms, so a hung endpoint cannot hold a call: the attempt is
+   * aborted and retried while the deadline allows. Above ky's 10 s request timeout, so an
+   * endpoint that answers within 10 s is never cut off. Set it to `deadlineMs` to let one
+   * attempt take the whole deadline.
+   * @default 15000
+   * @example
+   * ```ts
+   * createFetch({ attemptTimeoutMs: 2000, deadlineMs: 5000 });
+   * ```
+   */
+  attemptTimeoutMs?: number | undefined;
+  /**
+   * The retry budget. By default each origin (`https://api.example.com`) gets its own
+   * `RetryBudget`, so a host that is down cannot spend the retries of a healthy one. A function
+   * makes the budget of each origin; a `Budget` object is shared by every origin; `false`
+   * turns budgets off.
+   * @default a new RetryBudget() per origin
+   * @example
+   * ```ts
+   * createFetch({ budget: () => new RetryBudget({ maxCredits: 50 }) }); // per origin, smaller
+   * createFetch({ budget: new RetryBudget() }); // one budget for every origin
+   * ```
+   */
+  budget?: Budget | BudgetFactory | false | undefined;
+  /**
+   * How many origins' budgets are remembered when budgets are per origin. Past it, the origin
+   * used least recently is forgotten and starts again with a fresh budget.
+   * @default 1000
+   * @example
+   * ```ts
+   * createFetch({ maxOrigins: 50 });
+   * ```
+   */
+  maxOrigins?: number | undefined;
   /**
    * The fetch implementation each attempt calls: undici's, a framework's, a test double. Unset,
    * `globalThis.fetch` is looked up at each call, so a fetch patched later (a mock server) is used.
@@ -194,7 +267,7 @@ export interface CreateFetchOptions
 }
 
 const OWNER = 'createFetch';
-const FETCH_KEYS = ['fetch', 'idempotencyKey', 'attemptHeader', 'retryMethods'];
+const FETCH_KEYS = ['fetch', 'idempotencyKey', 'attemptHeader', 'retryMethods', 'maxOrigins'];
 const KNOWN_KEYS: readonly string[] = [
   ...RETRY_OPTION_KEYS.filter((key) => key !== 'signal'),
   ...FETCH_KEYS,
@@ -215,9 +288,43 @@ interface Settings {
   readonly attemptHeader: string | undefined;
   readonly retryMethods: ReadonlySet<string>;
   readonly policy: ResolvedPolicy;
+  /** The policy of each origin, with its own budget; undefined when one budget serves all. */
+  readonly origins: OriginBudgets<ResolvedPolicy> | undefined;
   readonly hooks: FetchHooks;
   /** Responses to requests that carry an Idempotency-Key: a 409 or 422 on them is final. */
   readonly keyed: WeakSet<object>;
+  /** Bare TypeErrors that a fetch call threw for a failed connection (a browser's). */
+  readonly networkErrors: WeakSet<object>;
+}
+
+const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
+
+/** A number option of createFetch with its default: `null` is an error, not the default. */
+function withDefault(options: Record<string, unknown>, key: string, fallback: number): unknown {
+  return options[key] === undefined ? fallback : options[key];
+}
+
+function checkBudgetFactory(value: unknown): BudgetFactory | undefined {
+  if (value === undefined) return () => new RetryBudget();
+  return typeof value === 'function' ? (value as BudgetFactory) : undefined;
+}
+
+/** What a budget factory returned, checked when an origin is first called. */
+function checkMadeBudget(made: unknown, origin: string): Budget {
+  const b = made as Partial<Record<keyof Budget, unknown>> | null;
+  if (
+    typeof b !== 'object' ||
+    b === null ||
+    typeof b.recordRequest !== 'function' ||
+    typeof b.recordSuccess !== 'function' ||
+    typeof b.recordFailure !== 'function' ||
+    typeof b.tryRetry !== 'function'
+  ) {
+    throw new TypeError(
+      `stormproof: ${OWNER} budget function must return a Budget for ${origin || 'an unparsable URL'}, got ${show(made)}`,
+    );
+  }
+  return made as Budget;
 }
 
 function checkFetch(value: unknown): FetchFunction | undefined {
@@ -305,12 +412,30 @@ function isKeyConflict(context: RetryDecisionContext, keyed: WeakSet<object>): b
 export function createFetch(options?: CreateFetchOptions): FetchFunction {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KNOWN_KEYS);
-  const { fetch, idempotencyKey, attemptHeader, retryMethods, ...engineOptions } = o;
-  const resolved = resolvePolicy(OWNER, engineOptions, {
-    defaultBudget: true,
-    allowCallKeys: false,
-  });
+  const { fetch, idempotencyKey, attemptHeader, retryMethods, maxOrigins, budget, ...rest } = o;
+  const makeBudget = checkBudgetFactory(budget);
+  const resolved = resolvePolicy(
+    OWNER,
+    {
+      ...rest,
+      deadlineMs: withDefault(rest, 'deadlineMs', FETCH_DEADLINE_MS),
+      attemptTimeoutMs: withDefault(rest, 'attemptTimeoutMs', FETCH_ATTEMPT_TIMEOUT_MS),
+      // Per origin: each origin's policy gets its own budget below.
+      budget: makeBudget === undefined ? budget : false,
+    },
+    { defaultBudget: false, allowCallKeys: false },
+  );
+  const originLimit = checkNumber(
+    OWNER,
+    'maxOrigins',
+    maxOrigins === undefined ? DEFAULT_MAX_ORIGINS : maxOrigins,
+    {
+      min: 1,
+      integer: true,
+    },
+  );
   const keyed = new WeakSet<object>();
+  const networkErrors = new WeakSet<object>();
   const userShouldRetry = resolved.shouldRetry;
   const settings: Settings = {
     fetch: checkFetch(fetch),
@@ -328,13 +453,29 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
       onRetry: undefined,
       onGiveUp: undefined,
       onSuccess: undefined,
-      shouldRetry: (context: RetryDecisionContext) => {
-        if (isKeyConflict(context, keyed)) return { ...context.verdict, retryable: false };
+      shouldRetry: (given: RetryDecisionContext) => {
+        if (isKeyConflict(given, keyed)) return { ...given.verdict, retryable: false };
+        const context =
+          given.verdict.kind === 'permanent' &&
+          typeof given.error === 'object' &&
+          given.error !== null &&
+          networkErrors.has(given.error)
+            ? { ...given, verdict: NETWORK_VERDICT }
+            : given;
         return userShouldRetry === undefined ? context.verdict : userShouldRetry(context);
       },
     }),
+    origins: undefined as OriginBudgets<ResolvedPolicy> | undefined,
     keyed,
+    networkErrors,
   };
+  if (makeBudget !== undefined) {
+    const shared = settings.policy;
+    (settings as { origins: OriginBudgets<ResolvedPolicy> }).origins = new OriginBudgets(
+      originLimit,
+      (origin) => Object.freeze({ ...shared, budget: checkMadeBudget(makeBudget(origin), origin) }),
+    );
+  }
   return (input, init) => send(settings, input, init);
 }
 
@@ -409,10 +550,12 @@ function fetchEvent<E extends { readonly error: unknown }>(
 /** One call of the fetch that `createFetch` returns. */
 async function send(
   settings: Settings,
-  input: RequestInfo | URL,
+  input: string | URL | Request,
   init: RequestInit | undefined,
 ): Promise<Response> {
   const request = isRequest(input) ? input : undefined;
+  // The URL as given (a string or URL) or the Request's: for the budget's origin and the events.
+  const url = request === undefined ? (input as string | URL) : request.url;
   const method = String(init?.method ?? request?.method ?? 'GET').toUpperCase();
   // init.headers replace the Request's, as in `new Request(request, init)`. Copied only when
   // there are some: most calls have none, and a Headers costs a little on every request.
@@ -473,6 +616,11 @@ async function send(
       response = await fetchImpl(spare === undefined ? input : spare.clone(), attemptInit);
     } catch (error) {
       link?.release();
+      // A browser's (or Deno's) TypeError for a failed connection: recorded, so it is judged a
+      // network error (a TypeError for a bad argument is not: see network-error.ts).
+      if (isFetchNetworkError(error, url, method, attemptInit.headers)) {
+        settings.networkErrors.add(error as object);
+      }
       throw error;
     }
     if (link !== undefined) {
@@ -503,7 +651,7 @@ async function send(
   if (onRetry !== undefined || onGiveUp !== undefined || onSuccess !== undefined) {
     let about: { method: string; url: string } | undefined;
     const describe = () => {
-      about ??= { method, url: redactUrl(request === undefined ? String(input) : request.url) };
+      about ??= { method, url: redactUrl(String(url)) };
       return about;
     };
     if (onRetry !== undefined) {
@@ -523,7 +671,9 @@ async function send(
   }
 
   try {
-    const response = await execute(settings.policy, operation, call, check, unrepeatable);
+    const policy =
+      settings.origins === undefined ? settings.policy : settings.origins.get(originOf(url));
+    const response = await execute(policy, operation, call, check, unrepeatable);
     // The caller keeps this response: its link now lasts as long as the response does.
     links?.delete(response);
     return response;

@@ -1,4 +1,4 @@
-// The founding document's retry budget test, driven through the library's real `retry()` and
+// The storm story's retry budget test, driven through the library's real `retry()` and
 // `RetryBudget`: 1000 requests to a service that always answers 503, first without a budget,
 // then with one. Sleeps resolve at once on a virtual clock, so the test takes milliseconds.
 import { RetryBudget } from '../core/budgets/retry-budget.js';
@@ -7,7 +7,7 @@ import { retry } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject } from '../core/validate.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
-/** The options of {@link runBudgetTest}. Every field is optional; the defaults are the document's. */
+/** The options of {@link runBudgetTest}. Every field is optional; the defaults are the storm story's. */
 export interface BudgetTestOptions {
   /**
    * How many requests are sent, one after another. An integer from 0 to 1,000,000.
@@ -115,7 +115,7 @@ async function runOnce(
           made++;
           throw Object.assign(new Error('HTTP 503'), { status: 503 });
         },
-        // The document's loop: 4 attempts, base 0.2 s, cap 5 s, deadline 3 s, full jitter.
+        // The storm story's loop: 4 attempts, base 0.2 s, cap 5 s, deadline 3 s, full jitter.
         { maxAttempts, clock, random, budget },
       );
     } catch {
@@ -128,7 +128,7 @@ async function runOnce(
 }
 
 /**
- * The founding document's budget test: `requests` requests, one after another, to a service that
+ * The storm story's budget test: `requests` requests, one after another, to a service that
  * always answers 503, each through the library's `retry()` with up to `maxAttempts` attempts,
  * first without a budget and then sharing one `RetryBudget`. The clock is virtual (a sleep
  * resolves at once and moves time on), so nothing waits for real.

@@ -1,6 +1,6 @@
 // `stormproof check`: reads a description of the retry layers of a stack and answers, before any
 // outage does, how many calls one user request can become at the bottom, how long the user can
-// wait, and which of the founding document's rules the stack breaks.
+// wait, and which of the storm story's rules the stack breaks.
 import { checkNumber, closest, show } from '../core/validate.js';
 
 /** How a layer jitters its waits, as `check` reads it. */
@@ -22,17 +22,27 @@ export interface StackLayer {
   /** The cap of its backoff ceiling, in ms, at least `baseDelayMs`. Default: no cap. */
   readonly maxDelayMs?: number;
   /** How it picks a wait below the ceiling. Default `"none"`. */
-  readonly jitter?: StackJitter;
+  readonly jitter?: StackJitter | { readonly band: readonly [number, number] };
   /** Its time limit for one attempt, in ms. Default: none. */
   readonly timeoutMs?: number;
   /** Its time limit for the whole call, retries included, in ms. Default: none. */
   readonly deadlineMs?: number;
-  /** Whether a retry budget limits its retries. Default `false`. */
-  readonly budget?: boolean;
+  /** Whether a retry budget limits its retries (an object: a budget's options). Default `false`. */
+  readonly budget?: boolean | object;
   /** Whether it retries non-idempotent calls (POST, PATCH) without an idempotency key. Default `false`. */
   readonly retriesNonIdempotent?: boolean;
   /** Free text, ignored. */
   readonly description?: string;
+  /**
+   * A stormproof policy's own names, so a policy's options can be pasted in as a layer:
+   * `maxAttempts` is `attempts`, `attemptTimeoutMs` is `timeoutMs`, `jitter` may be
+   * `{ band: [low, high] }`, `budget` may be a budget's options (an object: a budget). The options
+   * that change no worst case (`honorRetryAfter`, `throttledDelayMultiplier`,
+   * `maxInternalErrorRetries`) are accepted and ignored.
+   */
+  readonly maxAttempts?: number;
+  /** The same as `timeoutMs`, by the policy's name. */
+  readonly attemptTimeoutMs?: number;
 }
 
 /** A stack, as `check` reads it from JSON: its layers from the top (nearest the user) down. */
@@ -70,7 +80,7 @@ export interface StackReport {
    * timeout or a deadline, so a hung service holds the request for ever).
    */
   readonly worstCaseLatencyMs: number | null;
-  /** What the stack does that the founding document warns against, one sentence each. */
+  /** What the stack does that the storm story warns against, one sentence each. */
   readonly warnings: readonly string[];
   /** Each layer's worst case, top first. */
   readonly layers: readonly StackLayerReport[];
@@ -89,9 +99,15 @@ const LAYER_KEYS = [
   'deadlineMs',
   'budget',
   'retriesNonIdempotent',
+  // A stormproof policy's own names (see StackLayer).
+  'maxAttempts',
+  'attemptTimeoutMs',
+  'honorRetryAfter',
+  'throttledDelayMultiplier',
+  'maxInternalErrorRetries',
 ] as const;
 const JITTERS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
-/** gRPC treats any maxAttempts above 5 as 5; the founding document's limit is 3 or 4. */
+/** gRPC treats any maxAttempts above 5 as 5; the storm story's limit is 3 or 4. */
 const MAX_SENSIBLE_ATTEMPTS = 5;
 
 interface Layer {
@@ -100,6 +116,8 @@ interface Layer {
   baseDelayMs: number;
   maxDelayMs: number;
   jitter: StackJitter;
+  /** The top of the band, for `band` jitter (gRPC's 1.2). */
+  bandHigh: number;
   timeoutMs: number | undefined;
   deadlineMs: number | undefined;
   budget: boolean;
@@ -141,6 +159,37 @@ function optionalNumber(name: string, value: unknown, min: number): number | und
   return checkNumber(OWNER, name, value, { min, minExclusive: min === 0 });
 }
 
+/** A field that has two names (the stack's and the policy's): the one given, or neither. */
+function either(at: string, o: Record<string, unknown>, name: string, policyName: string) {
+  const a = o[name];
+  const b = o[policyName];
+  if (a !== undefined && b !== undefined) {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${at} has both ${name} and ${policyName}, which mean the same; give one`,
+    );
+  }
+  return a !== undefined ? { key: name, value: a } : { key: policyName, value: b };
+}
+
+/** A policy's `{ band: [low, high] }` jitter: its high end, checked. */
+function readBand(at: string, jitter: object): number {
+  const band = (jitter as { band?: unknown }).band;
+  const keys = Object.keys(jitter);
+  if (
+    keys.length !== 1 ||
+    !Array.isArray(band) ||
+    band.length !== 2 ||
+    !band.every((x) => typeof x === 'number' && Number.isFinite(x)) ||
+    band[0] < 0 ||
+    band[0] > band[1]
+  ) {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${at}.jitter must be one of ${JITTERS.map((j) => `"${j}"`).join(', ')} or { "band": [low, high] } with 0 <= low <= high, got ${show(jitter)}`,
+    );
+  }
+  return band[1] as number;
+}
+
 function readLayer(value: unknown, i: number): Layer {
   const at = `layers[${i}]`;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -150,22 +199,29 @@ function readLayer(value: unknown, i: number): Layer {
   checkFields(`${OWNER} ${at}`, o, LAYER_KEYS);
   const name = checkString(`${at}.name`, o.name, true)!;
   checkString(`${at}.description`, o.description, false);
-  if (o.attempts === undefined) {
+  const given = either(at, o, 'attempts', 'maxAttempts');
+  if (given.value === undefined) {
     throw new TypeError(
-      `stormproof: ${OWNER} ${at}.attempts is required (an integer from 1 to 100)`,
+      `stormproof: ${OWNER} ${at}.attempts (or maxAttempts) is required (an integer from 1 to 100)`,
     );
   }
-  const attempts = checkNumber(OWNER, `${at}.attempts`, o.attempts, {
+  const attempts = checkNumber(OWNER, `${at}.${given.key}`, given.value, {
     min: 1,
     max: 100,
     integer: true,
   });
+  const timeout = either(at, o, 'timeoutMs', 'attemptTimeoutMs');
   const baseDelayMs = checkNumber(OWNER, `${at}.baseDelayMs`, o.baseDelayMs ?? 0, { min: 0 });
   const maxDelayMs =
     o.maxDelayMs === undefined
       ? Number.POSITIVE_INFINITY
       : checkNumber(OWNER, `${at}.maxDelayMs`, o.maxDelayMs, { min: baseDelayMs });
-  const jitter = o.jitter ?? 'none';
+  let jitter = o.jitter ?? 'none';
+  let bandHigh = 1.2;
+  if (typeof jitter === 'object' && jitter !== null) {
+    bandHigh = readBand(at, jitter);
+    jitter = 'band';
+  }
   if (typeof jitter !== 'string' || !JITTERS.includes(jitter)) {
     throw new TypeError(
       `stormproof: ${OWNER} ${at}.jitter must be one of ${JITTERS.map((j) => `"${j}"`).join(', ')}, got ${show(jitter)}`,
@@ -177,9 +233,14 @@ function readLayer(value: unknown, i: number): Layer {
     baseDelayMs,
     maxDelayMs,
     jitter: jitter as StackJitter,
-    timeoutMs: optionalNumber(`${at}.timeoutMs`, o.timeoutMs, 0),
+    bandHigh,
+    timeoutMs: optionalNumber(`${at}.${timeout.key}`, timeout.value, 0),
     deadlineMs: optionalNumber(`${at}.deadlineMs`, o.deadlineMs, 0),
-    budget: checkBoolean(`${at}.budget`, o.budget),
+    // A policy's budget: its options (an object) say there is one.
+    budget:
+      typeof o.budget === 'object' && o.budget !== null && !Array.isArray(o.budget)
+        ? true
+        : checkBoolean(`${at}.budget`, o.budget),
     retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
   };
 }
@@ -199,7 +260,7 @@ function maxTotalBackoff(layer: Layer): number {
         total += Math.min(cap, base * 3 ** (n + 1));
         break;
       case 'band':
-        total += Math.min(cap, base * 2 ** n) * 1.2;
+        total += Math.min(cap, base * 2 ** n) * layer.bandHigh;
         break;
       default:
         total += Math.min(cap, base * 2 ** n);

@@ -1,9 +1,9 @@
-// The founding document's herd with a retry schedule of your choosing. `runHerd` (herd.ts) is the
-// document's model itself, tuned for a million clients; this runner keeps the same world (every
+// The storm story's herd with a retry schedule of your choosing. `runHerd` (herd.ts) is the
+// storm story's model itself, tuned for a million clients; this runner keeps the same world (every
 // client fails at time 0, the service answers `perSlot` calls per slot and fails the rest, one
 // CPython-compatible generator drawn in the model's order) but asks a schedule, or a stateful
 // client such as stormproof's own engine, what each failed client does next: wait and call
-// again, or give up. Configured like the document's full jitter, it prints the document's figures.
+// again, or give up. Configured like the storm story's full jitter, it prints the storm story's figures.
 import type { RandomSource } from '../core/clock.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { type HerdResult, roundLikePython, slotOf } from './herd.js';
@@ -16,7 +16,7 @@ import { checkSeed, PythonRandom } from './python-random.js';
  *
  * @example
  * ```ts
- * // The founding document's full jitter, with no limit on retries.
+ * // The storm story's full jitter, with no limit on retries.
  * const fullJitter: RetrySchedule = {
  *   maxRetries: Number.POSITIVE_INFINITY,
  *   waitSeconds: (n, random) => Math.min(5, 0.2 * 2 ** n) * random(),
@@ -47,7 +47,7 @@ export interface RetrySchedule {
   readonly waitSeconds: (retryIndex: number, random: RandomSource) => number;
   /**
    * A per-client deadline in seconds from the client's first call (time 0). A retry whose wait
-   * would end past it is not made: the client gives up at once, as the founding document's loop
+   * would end past it is not made: the client gives up at once, as the storm story's loop
    * does (`elapsed + wait > deadline`). The wait is drawn before the check. A finite number > 0,
    * or `undefined` for none.
    * @default undefined (no deadline)
@@ -87,7 +87,7 @@ export interface HerdClient {
  */
 export type HerdClientFactory = (client: number, random: RandomSource) => HerdClient;
 
-/** The options of {@link runHerdSchedule}. All but `schedule` default to the founding document's. */
+/** The options of {@link runHerdSchedule}. All but `schedule` default to the storm story's. */
 export interface HerdScheduleOptions {
   /**
    * What each failed client does next: a {@link RetrySchedule}, or a {@link HerdClientFactory}
@@ -260,17 +260,17 @@ function factoryClients(factory: HerdClientFactory, clients: number, random: Ran
 }
 
 /**
- * Runs the founding document's herd with the retry schedule of your choosing: `clients` clients
+ * Runs the storm story's herd with the retry schedule of your choosing: `clients` clients
  * all fail at time 0, the service answers `perSlot` calls per `slotMs` slot and fails the rest,
  * and each failed client asks `schedule` whether to call again and when, or to give up.
  *
- * Each slot runs as the document's model runs it: the slot's callers in ascending client order,
+ * Each slot runs as the storm story's model runs it: the slot's callers in ascending client order,
  * shuffled by the herd's one `random.Random(seed)`; the first `perSlot` are served; then each of
  * the others, in shuffled order, is asked for its next wait (a schedule's `waitSeconds` draws from
  * the same generator, so the draws interleave exactly as the model's `uniform` calls do). The
  * next call lands in the first slot `k` after this one with `now + wait < (k + 1) * slotMs / 1000`,
  * in the model's arithmetic. So a schedule of `maxRetries: Infinity` and
- * `waitSeconds: (n, r) => Math.min(5, 0.2 * 2 ** n) * r()` gives the document's 6487 calls,
+ * `waitSeconds: (n, r) => Math.min(5, 0.2 * 2 ** n) * r()` gives the storm story's 6487 calls,
  * busiest slot 205, done after 3.45 s, bit for bit.
  *
  * The work grows with the number of calls; a schedule that never gives up and never waits

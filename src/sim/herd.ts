@@ -1,4 +1,4 @@
-// The founding document's `herd` toy model, re-run in TypeScript bit for bit. Its figures
+// The storm story's `herd` toy model, re-run in TypeScript bit for bit. Its figures
 // (81000 calls without jitter, 6487 with full jitter) are the project's first promise, so this
 // file keeps the Python model's arithmetic (seconds, in the same order of operations) and its
 // random draws (one CPython-compatible generator, drawn in the same order). What it changes is
@@ -11,7 +11,7 @@ import { checkSeed, PythonRandom } from './python-random.js';
 /** How a failed client's wait is drawn from its backoff ceiling in the herd model. */
 export type HerdJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
 
-/** The options of {@link runHerd}. Every field is optional; the defaults are the founding document's. */
+/** The options of {@link runHerd}. Every field is optional; the defaults are the storm story's. */
 export interface HerdOptions {
   /**
    * How many clients failed together at time 0. An integer from 0 to 2^31 - 1.
@@ -75,8 +75,8 @@ export interface HerdOptions {
   /**
    * How a failed client picks its wait from the ceiling `min(cap, base * 2 ** tries)`:
    *
-   * - `'none'`: the ceiling itself, no draw (the document's `jitter=False`).
-   * - `'full'`: `uniform(0, ceiling)` (the document's `jitter=True`).
+   * - `'none'`: the ceiling itself, no draw (the storm story's `jitter=False`).
+   * - `'full'`: `uniform(0, ceiling)` (the storm story's `jitter=True`).
    * - `'equal'`: `ceiling / 2 + uniform(0, ceiling / 2)`.
    * - `'decorrelated'`: Brooker's `min(cap, uniform(base, previous * 3))`, where `previous` is
    *   this client's last wait, starting at `base`.
@@ -115,7 +115,7 @@ export interface HerdOptions {
   onSlot?: ((slotStartMs: number, served: number, failed: number) => void) | undefined;
 }
 
-/** What {@link runHerd} reports: the three figures the document's model prints. */
+/** What {@link runHerd} reports: the three figures the storm story's model prints. */
 export interface HerdResult {
   /** Every call made, first calls included. */
   readonly calls: number;
@@ -324,7 +324,7 @@ function checkCallback<F>(name: string, value: unknown): F | undefined {
 }
 
 /**
- * Runs the founding document's `herd` toy model: `clients` clients all fail at time 0, the
+ * Runs the storm story's `herd` toy model: `clients` clients all fail at time 0, the
  * service answers `perSlot` calls per `slotMs` slot, and every failed client retries after a
  * capped exponential backoff with the chosen jitter. Returns the model's three printed figures.
  *

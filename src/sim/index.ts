@@ -1,8 +1,8 @@
 /**
  * stormproof/sim: the storm lab's models, on virtual time with seeded randomness. Every client in
  * them decides with the library's own engine (its `step` function, backoff, jitter, budgets and
- * Retry-After), so the simulator tests the real code; the founding document's `herd` toy model is
- * the one exception, re-run bit for bit as the document wrote it. No `node:` imports: the models
+ * Retry-After), so the simulator tests the real code; the storm story's `herd` toy model is
+ * the one exception, re-run bit for bit as the storm story wrote it. No `node:` imports: the models
  * run anywhere the library runs. The models are described in docs/simulator.md.
  *
  * @module

@@ -10,9 +10,9 @@ import { checkSeed, PythonRandom } from './python-random.js';
 /**
  * Which layers retry:
  *
- * - `'all'`: every layer, as in the founding document's weather stack (the storm).
+ * - `'all'`: every layer, as in the storm story's weather stack (the storm).
  * - `'top'`: only the layer nearest the user; the others pass failures straight up (the cure the
- *   document's team chose: the client library retries, the gateway does not).
+ *   storm story's team chose: the client library retries, the gateway does not).
  * - `'bottom'`: only the layer directly above the failing service (the SRE book's advice).
  */
 export type RetryAt = 'all' | 'top' | 'bottom';
@@ -49,7 +49,7 @@ export interface LayersOptions {
    */
   retryAt?: RetryAt | undefined;
   /**
-   * Each retrying layer's backoff base in ms (its `baseDelayMs`). The founding document's stack
+   * Each retrying layer's backoff base in ms (its `baseDelayMs`). The storm story's stack
    * retried with no wait; the count does not depend on it (no layer has a deadline here), only
    * the virtual time does.
    * @default 0

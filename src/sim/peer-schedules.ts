@@ -1,5 +1,5 @@
 // The default retry schedules of the popular JavaScript retry libraries, as the herd of the
-// founding document sees them, and stormproof's own default policy driven through its real
+// storm story sees them, and stormproof's own default policy driven through its real
 // engine. Each schedule was read from the library's source (cited beside it) and rewritten here:
 // no code is copied and none of these libraries is a dependency. The herd's failures are 503s
 // without Retry-After on idempotent GETs: every library below retries them by default.

@@ -25,7 +25,7 @@ export interface MutableIndexed<T> {
  * CPython's `random.Random`, reimplemented: the same seed gives the same `random()`,
  * `getrandbits()`, `_randbelow()`, `shuffle()` and `uniform()` results as CPython 3.
  *
- * Used by the simulators so that a model first written in Python (like the founding document's
+ * Used by the simulators so that a model first written in Python (like the storm story's
  * `herd`) can be re-run in TypeScript and checked against the figures Python printed.
  *
  * @example

@@ -1,9 +1,9 @@
-// The `storm` scenario: the weather API of the founding document, rebuilt as a discrete-event
+// The `storm` scenario: the weather API of the storm story, rebuilt as a discrete-event
 // model on virtual time. Partner apps send ~4,000 forecast requests a second through up to three
 // retrying layers (partner wrapper, client library, gateway) to API servers with a connection
 // limit, a CPU, a forecast cache and a database that fails over for 30 s. Every layer's retry
 // decision is the library's own `step` function, fed the simulator's clock and seeded random
-// source: the naive setup is the engine configured as the document's old stack (4 attempts, no
+// source: the naive setup is the engine configured as the storm story's old stack (4 attempts, no
 // wait, no budget), the stormproof setup is one engine-driven retry layer with full jitter, a
 // retry budget and Retry-After. The model and every parameter are described in
 // docs/storm-model.md.
@@ -52,7 +52,7 @@ export interface StormRetryPolicy
 /** The options of {@link runStorm}. Every field is optional; see docs/storm-model.md for why each default is what it is. */
 export interface StormOptions {
   /**
-   * The retry setup. `'naive'`: the founding document's stack before the fix (partner wrappers
+   * The retry setup. `'naive'`: the storm story's stack before the fix (partner wrappers
    * and the gateway retry, the client library retries 3 times with no wait, no budget).
    * `'stormproof'`: one retry layer, the client library, with full jitter, a retry budget per
    * partner instance and the server's Retry-After; wrappers removed, the gateway does not retry.
@@ -284,7 +284,7 @@ export interface StormOptions {
   /**
    * Retry-After, in whole seconds, on every 503 from the API servers and the edge; 0 sends none.
    * The naive library ignores it; the stormproof one adds it to its jittered wait.
-   * @default 2 in the stormproof setup, 0 (none, as the document's old API) in the naive one
+   * @default 2 in the stormproof setup, 0 (none, as the storm story's old API) in the naive one
    * @example
    * ```ts
    * runStorm({ retryAfterSeconds: 0 })
@@ -293,7 +293,7 @@ export interface StormOptions {
   retryAfterSeconds?: number | undefined;
   /**
    * With `manualRecovery`: when the edge starts shedding, in seconds after the fault began. The
-   * document's engineer acted after 33 minutes (1980 s); the default compresses that timeline.
+   * storm story's engineer acted after 33 minutes (1980 s); the default compresses that timeline.
    * @default 90
    * @example
    * ```ts
@@ -470,8 +470,8 @@ export interface StormResult {
   readonly normalRps: number;
   /**
    * The peak load while the database was healthy again: the most requests the edge passed on to
-   * the service in any one second from `dbHealthyAtSeconds` to the end of the run (the founding
-   * document's "24,000 requests per second ... while the database was already healthy again").
+   * the service in any one second from `dbHealthyAtSeconds` to the end of the run (the storm
+   * story's "24,000 requests per second ... while the database was already healthy again").
    */
   readonly peakRps: number;
   /**
@@ -534,6 +534,9 @@ const DEFAULTS: StormParameters = Object.freeze({
   recoveryThreshold: 0.99,
   recoveryHoldSeconds: 10,
 });
+
+/** The storm model's defaults, for the CLI's help. */
+export const STORM_DEFAULTS: Readonly<StormParameters> = DEFAULTS;
 
 const KNOWN_KEYS: readonly string[] = [...Object.keys(DEFAULTS), 'retryPolicy', 'onProgress'];
 const RETRY_POLICY_KEYS: readonly string[] = [
@@ -795,7 +798,7 @@ function pick(cumulative: Float64Array, u: number): number {
 }
 
 /**
- * Runs the `storm` scenario: the founding document's weather API, its 30-second database
+ * Runs the `storm` scenario: the storm story's weather API, its 30-second database
  * failover and the retry storm that followed, in virtual time. Deterministic for a seed; no
  * wall-clock time is read or slept.
  *

@@ -9,7 +9,7 @@ export interface TimersOptions {
   /**
    * How many devices refresh once each morning. The default, 100,000, is a made-up but plausible
    * installed base of farm and delivery apps for an API whose 6 am peak is about 4,000 requests
-   * per second (the founding document's figure): spread over 20 minutes they add about 83
+   * per second (the storm story's figure): spread over 20 minutes they add about 83
    * requests per second, 2% of that peak; at one instant they are 25 times it. An integer from 0
    * to 10,000,000.
    * @default 100_000
@@ -21,7 +21,7 @@ export interface TimersOptions {
   devices?: number | undefined;
   /**
    * The width, in seconds, of the window the offsets are spread over, centred on 06:00:00. The
-   * founding document's team asked for a random minute between 05:50 and 06:10: 1200 s. An
+   * storm story's team asked for a random minute between 05:50 and 06:10: 1200 s. An
    * integer from 1 to 86,400.
    * @default 1200
    * @example

@@ -1,4 +1,4 @@
-// The founding document's credit counter: requests earn credits, retries spend them. Whole
+// The storm story's credit counter: requests earn credits, retries spend them. Whole
 // numbers only, so the count never drifts the way repeated float additions do.
 import { checkKnownKeys, checkNumber, checkOptionsObject, given } from '../validate.js';
 import type { Budget } from './budget.js';
@@ -30,13 +30,13 @@ export interface RetryBudgetOptions {
 const KEYS = ['maxCredits', 'cost'] as const;
 
 /**
- * A credit counter, exactly the `RetryBudget` of the founding document ("Retry, Backoff and
- * Jitter"): every new request earns 1 credit up to `maxCredits`, every retry spends `cost`, and
+ * A credit counter, exactly the budget of the storm story (docs/storm.md): every new request
+ * earns 1 credit up to `maxCredits`, every retry spends `cost`, and
  * a retry is refused when fewer than `cost` credits are left.
  *
  * It starts full, so a short blip can still retry at once (10 retries with the defaults); in a
- * long outage it empties, and then allows about one retry per `cost` requests. In the founding
- * document's test, 1,000 calls to an always-failing service with 4 attempts each make 4,000
+ * long outage it empties, and then allows about one retry per `cost` requests. In the storm
+ * story's test, 1,000 calls to an always-failing service with 4 attempts each make 4,000
  * attempts without a budget and 1,109 with this one. Successes and failures are not counted.
  *
  * @example

@@ -1,0 +1,101 @@
+// Installing as users do without the registry: `npm install git+<url>` and `npm pack` on a fresh
+// clone. Both must build dist/ themselves (the `prepare` script), so the package imports and the
+// `stormproof` bin exists. The clone is of the committed HEAD: commit before trusting this test.
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
+/** Bounded: an install that hangs fails the test instead of holding the suite. */
+const INSTALL_TIMEOUT = 240_000;
+
+let dir = '';
+
+function run(command: string, args: string[], cwd: string): string {
+  return execFileSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    timeout: INSTALL_TIMEOUT,
+    env: { ...process.env, npm_config_loglevel: 'error', npm_config_fund: 'false' },
+  });
+}
+
+/** Imports the installed package in a fresh Node process and runs one retry through fetch. */
+const SMOKE = `
+import { createServer } from 'node:http';
+import { createFetch } from 'stormproof/fetch';
+import { createRetryPolicy } from 'stormproof';
+let n = 0;
+const server = createServer((req, res) => { n++; res.writeHead(n === 1 ? 503 : 200); res.end(String(n)); });
+server.listen(0, '127.0.0.1', async () => {
+  const res = await createFetch({ baseDelayMs: 1 })('http://127.0.0.1:' + server.address().port + '/');
+  const value = await createRetryPolicy().retry(async () => 7);
+  console.log(res.status, await res.text(), value);
+  server.close();
+});
+`;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'stormproof-install-'));
+});
+
+afterAll(() => {
+  if (dir !== '') rmSync(dir, { recursive: true, force: true });
+});
+
+describe('installing without the registry', () => {
+  it(
+    'npm install git+file://<repo> builds dist, imports, and installs the stormproof bin',
+    () => {
+      const app = join(dir, 'app');
+      run('mkdir', ['-p', app], dir);
+      writeFileSync(join(app, 'package.json'), '{"name":"app","private":true,"type":"module"}');
+      run(
+        npm,
+        ['install', '--no-audit', '--prefer-offline', `git+${pathToFileURL(root).href}`],
+        app,
+      );
+      const installed = join(app, 'node_modules', 'stormproof');
+      expect(existsSync(join(installed, 'dist', 'index.js'))).toBe(true);
+      expect(existsSync(join(installed, 'dist', 'fetch', 'index.d.ts'))).toBe(true);
+      writeFileSync(join(app, 'smoke.mjs'), SMOKE);
+      expect(run(process.execPath, ['smoke.mjs'], app).trim()).toBe('200 2 7');
+      const help = run(join(app, 'node_modules', '.bin', 'stormproof'), ['--help'], app);
+      expect(help).toContain('stormproof');
+    },
+    INSTALL_TIMEOUT + 30_000,
+  );
+
+  it(
+    'npm pack on a fresh clone builds dist first and packs it with the bin',
+    () => {
+      const clone = join(dir, 'clone');
+      run('git', ['clone', '--quiet', '--depth', '1', pathToFileURL(root).href, clone], dir);
+      expect(existsSync(join(clone, 'dist'))).toBe(false);
+      // The clone borrows this checkout's dev dependencies (the compiler) instead of a registry.
+      symlinkSync(join(root, 'node_modules'), join(clone, 'node_modules'), 'dir');
+      const [packed] = JSON.parse(
+        run(npm, ['pack', '--json', '--pack-destination', dir], clone),
+      ) as [{ filename: string; files: { path: string }[] }];
+      const files = packed.files.map((f) => f.path);
+      expect(files).toEqual(
+        expect.arrayContaining([
+          'dist/index.js',
+          'dist/index.d.ts',
+          'dist/fetch/index.js',
+          'dist/sim/index.js',
+          'dist/cli/main.js',
+          'package.json',
+        ]),
+      );
+      expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false);
+      const manifest = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8'));
+      expect(manifest.bin.stormproof).toBe('./dist/cli/main.js');
+    },
+    INSTALL_TIMEOUT + 30_000,
+  );
+});

@@ -1,0 +1,85 @@
+// The checks every runtime runs, with nothing but the web platform: the built core and
+// stormproof/fetch against the loopback server of run.mjs. No `node:` import, so the same module
+// runs in Node, Deno, Bun and workerd. Each check returns what it saw; run.mjs judges it.
+
+import { createFetch, getRetryReport } from '../../dist/fetch/index.js';
+import { createRetryPolicy } from '../../dist/index.js';
+
+/** What a failed call says about itself. */
+function describeFailure(error) {
+  const report = getRetryReport(error);
+  return {
+    name: error instanceof Error ? error.name : typeof error,
+    message: error instanceof Error ? error.message : String(error),
+    reason: report?.reason,
+    attempts: report?.attempts,
+  };
+}
+
+/**
+ * @param {{ base: string, refused: string, runtime: string }} where the server, a URL whose port
+ *   refuses connections, and the runtime's name (keeps its requests apart on the server).
+ */
+export async function runChecks({ base, refused, runtime }) {
+  const id = encodeURIComponent(runtime);
+  const results = {};
+
+  // The core on real timers: two 503s, then a value.
+  let calls = 0;
+  results.core = await createRetryPolicy({ baseDelayMs: 5, random: () => 0.5 }).retry(async () => {
+    calls++;
+    if (calls < 3) throw Object.assign(new Error('busy'), { status: 503 });
+    return { calls };
+  });
+
+  // fetch: 503, 503, then 200 from the server.
+  let attempts = 0;
+  const res = await createFetch({
+    baseDelayMs: 5,
+    onSuccess: (event) => {
+      attempts = event.attempts;
+    },
+  })(`${base}/flaky?id=${id}`);
+  results.flaky = { status: res.status, body: await res.text(), attempts };
+
+  // fetch: a 429 whose pause is in the IETF RateLimit field (t=0), then 200.
+  const kinds = [];
+  const limited = await createFetch({
+    baseDelayMs: 5,
+    onRetry: (event) => {
+      kinds.push(`${event.status}:${event.verdict.retryAfterMs}`);
+    },
+  })(`${base}/limited?id=${id}`);
+  results.limited = { status: limited.status, retries: kinds };
+
+  // fetch: a refused connection, as this runtime's fetch reports it, retried as a network error.
+  const refusedKinds = [];
+  try {
+    const r = await createFetch({
+      baseDelayMs: 1,
+      maxAttempts: 3,
+      budget: false,
+      onRetry: (event) => {
+        refusedKinds.push(event.verdict.kind);
+      },
+    })(refused);
+    results.refused = { resolved: r.status };
+  } catch (error) {
+    results.refused = { ...describeFailure(error), kinds: refusedKinds };
+  }
+
+  // fetch: an endpoint that never answers, cut by the attempt timeout and then the deadline.
+  const started = performance.now();
+  try {
+    const r = await createFetch({
+      baseDelayMs: 1,
+      maxAttempts: 10,
+      attemptTimeoutMs: 100,
+      deadlineMs: 350,
+    })(`${base}/stall?id=${id}`);
+    results.stall = { resolved: r.status };
+  } catch (error) {
+    results.stall = { ...describeFailure(error), elapsedMs: performance.now() - started };
+  }
+  return results;
+}
