@@ -27,6 +27,7 @@ import {
   STATUS_DETAILS_TRAILER,
 } from './pushback.js';
 import { CODE, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
+import { refuseNulls } from './validate.js';
 
 /** The request header that tells the server how many attempts came before this one (gRFC A6). */
 export const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';
@@ -207,6 +208,7 @@ const NO_DEADLINE_MS = MAX_PUSHBACK_MS;
 function throttlingBucket(owner: string, value: unknown): TokenBucket {
   const o = checkOptionsObject(`${owner} throttling`, value);
   checkKnownKeys(`${owner} throttling`, o, ['maxTokens', 'tokenRatio']);
+  refuseNulls(`${owner} throttling`, o);
   const maxTokens = checkNumber(owner, 'throttling.maxTokens', o.maxTokens ?? 10, {
     min: 0,
     minExclusive: true,
@@ -288,6 +290,7 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   const owner = 'createRetryInterceptor';
   const o = checkOptionsObject(owner, options) as RetryInterceptorOptions;
   checkKnownKeys(owner, o, KEYS);
+  refuseNulls(owner, o as Record<string, unknown>);
   const maxAttempts = capMaxAttempts(
     owner,
     checkNumber(owner, 'maxAttempts', o.maxAttempts ?? 4, { min: 1, integer: true }),
@@ -380,6 +383,8 @@ class RetryingCall implements InterceptingCallInterface {
   private finished = false;
   private lastPeer = '';
   private readonly controller = new AbortController();
+  /** Ends a wait at the call's deadline even when the injected clock sleeps late. */
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
     private readonly settings: Settings,
@@ -400,8 +405,11 @@ class RetryingCall implements InterceptingCallInterface {
       deadline === undefined || deadline === Number.POSITIVE_INFINITY
         ? undefined
         : new Date(deadline).getTime() - Date.now();
-    const policy =
-      left === undefined ? this.settings.open : this.settings.bounded(Math.max(1, left));
+    let policy = this.settings.open;
+    if (left !== undefined) {
+      policy = this.settings.bounded(Math.max(1, left));
+      this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, left));
+    }
     policy
       .retry((context) => this.runAttempt(context), { signal: this.controller.signal })
       .then(
@@ -419,9 +427,22 @@ class RetryingCall implements InterceptingCallInterface {
     };
   }
 
+  /** The deadline passed while the engine still held the call (a late wait): end it now. */
+  private expire(): void {
+    const status: StatusObject = {
+      code: CODE.DEADLINE_EXCEEDED,
+      details: 'Deadline exceeded',
+      metadata: new Metadata(),
+    };
+    const attempt = this.attempt;
+    this.controller.abort(status);
+    attempt?.call.cancelWithStatus(status.code, status.details);
+  }
+
   private finish(status: StatusObject): void {
     if (this.finished) return;
     this.finished = true;
+    clearTimeout(this.deadlineTimer);
     this.attempt = undefined;
     this.queue = [];
     this.listener.onReceiveStatus(status);

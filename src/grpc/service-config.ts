@@ -4,6 +4,7 @@ import { truncatedThousandths } from '../core/budgets/token-bucket.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { capMaxAttempts } from './limits.js';
 import { resolveStatusCodes, type StatusCodeLike, statusName } from './status-codes.js';
+import { refuseNulls } from './validate.js';
 
 /** The options of {@link toServiceConfig}. */
 export interface ServiceConfigOptions {
@@ -146,6 +147,7 @@ function checkName(name: string, value: unknown, required: boolean): string | un
 export function toServiceConfig(options: ServiceConfigOptions): RetryServiceConfig {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KEYS);
+  refuseNulls(OWNER, o);
   const service = checkName('service', o.service, true)!;
   const method = checkName('method', o.method, false);
   const maxAttempts = capMaxAttempts(
@@ -195,6 +197,7 @@ export function toServiceConfig(options: ServiceConfigOptions): RetryServiceConf
   if (o.throttling !== undefined) {
     const t = checkOptionsObject(`${OWNER} throttling`, o.throttling);
     checkKnownKeys(`${OWNER} throttling`, t, ['maxTokens', 'tokenRatio']);
+    refuseNulls(`${OWNER} throttling`, t);
     const maxTokens = checkNumber(OWNER, 'throttling.maxTokens', t.maxTokens, {
       min: 0,
       minExclusive: true,
