@@ -8,13 +8,7 @@
 //   npx vitest run test/grpc.conformance.test.ts
 import { afterEach, describe, expect, it } from 'vitest';
 import { createRetryInterceptor, type RetryInterceptorOptions } from '../src/grpc/index.js';
-import {
-  call,
-  connect,
-  type ScriptedServer,
-  SERVICE,
-  startServer,
-} from './helpers/grpc.js';
+import { call, connect, type ScriptedServer, SERVICE, startServer } from './helpers/grpc.js';
 import * as proto from './helpers/proto.js';
 
 const OK = 0;
