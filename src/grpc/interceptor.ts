@@ -204,6 +204,9 @@ const KEYS = [
  */
 const NO_DEADLINE_MS = MAX_PUSHBACK_MS;
 
+/** How many per-deadline policies an interceptor keeps before starting over. */
+const DEADLINE_CACHE_SIZE = 64;
+
 /** Checks `throttling` and makes its bucket; errors name `throttling.maxTokens` and so on. */
 function throttlingBucket(owner: string, value: unknown): TokenBucket {
   const o = checkOptionsObject(`${owner} throttling`, value);
@@ -227,7 +230,7 @@ interface Settings {
   readonly deadlineMs: number | undefined;
   /** The policy of calls without a deadline, shared by all of them. */
   readonly open: RetryPolicy;
-  /** A policy for a call whose deadline is `deadlineMs` away; same options and budget. */
+  /** A policy for a call whose deadline is `deadlineMs` (whole ms) away; same options and budget. */
   readonly bounded: (deadlineMs: number) => RetryPolicy;
 }
 
@@ -334,11 +337,22 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   const open = createRetryPolicy({ ...base, deadlineMs: NO_DEADLINE_MS });
   // Every call shares the one budget the open policy settled (a default RetryBudget included).
   const shared = { ...base, budget: open.budget ?? (false as const) };
+  // The engine takes a deadline per policy, not per call, and making a policy costs about 13 us:
+  // calls made with the same timeout (deadline = now + 5 s) reuse one policy per whole ms left.
+  const byDeadline = new Map<number, RetryPolicy>();
   return {
     maxBufferBytes,
     deadlineMs,
     open,
-    bounded: (ms) => createRetryPolicy({ ...shared, deadlineMs: ms }),
+    bounded: (ms) => {
+      let policy = byDeadline.get(ms);
+      if (policy === undefined) {
+        if (byDeadline.size >= DEADLINE_CACHE_SIZE) byDeadline.clear();
+        policy = createRetryPolicy({ ...shared, deadlineMs: ms });
+        byDeadline.set(ms, policy);
+      }
+      return policy;
+    },
   };
 }
 
@@ -407,7 +421,8 @@ class RetryingCall implements InterceptingCallInterface {
         : new Date(deadline).getTime() - Date.now();
     let policy = this.settings.open;
     if (left !== undefined) {
-      policy = this.settings.bounded(Math.max(1, left));
+      // Whole ms, rounded down: the engine may give up up to 1 ms early, never late.
+      policy = this.settings.bounded(Math.max(1, Math.floor(left)));
       this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, left));
     }
     policy
