@@ -1,6 +1,10 @@
 // stormproof/grpc beyond the conformance suite: the pushback and RetryInfo readers byte by byte,
 // option checks, the service config's shape and grpc-js obeying it, and the interceptor on
 // injected clocks (exact waits, a clock that fires late, nothing left behind).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Client } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../src/core/clock.js';
@@ -13,6 +17,7 @@ import {
   toDuration,
   toServiceConfig,
 } from '../src/grpc/index.js';
+import { checkStack } from '../src/sim/check.js';
 import { instantClock, ManualClock } from './helpers/clocks.js';
 import { call, connect, type ScriptedServer, SERVICE, startServer } from './helpers/grpc.js';
 import * as proto from './helpers/proto.js';
@@ -462,5 +467,85 @@ describe('createRetryInterceptor and the engine', () => {
     });
     expect(outcome).toBe(OK);
     expect(s.seen).toHaveLength(2);
+  });
+});
+
+describe('stormproof check with a gRPC layer', () => {
+  const grpcConfig = (options: Partial<Parameters<typeof toServiceConfig>[0]> = {}) => {
+    const config = toServiceConfig({
+      service: SERVICE,
+      maxAttempts: 3,
+      baseDelayMs: 100,
+      maxDelayMs: 1000,
+      throttling: { maxTokens: 10, tokenRatio: 0.1 },
+      ...options,
+    });
+    return { ...config, methodConfig: [{ ...config.methodConfig[0]!, timeout: '2s' }] };
+  };
+
+  it('reads attempts, backoff, band jitter, throttling and timeout from the service config', () => {
+    const report = checkStack({
+      layers: [
+        { name: 'web app', attempts: 1, timeoutMs: 5000 },
+        { name: 'gRPC client', grpc: grpcConfig(), timeoutMs: 500 },
+      ],
+    });
+    // 3 attempts of 500 ms, plus (100 + 200) x 1.2 of backoff: 1860 ms, within the 2 s timeout.
+    expect(report).toMatchObject({
+      worstCaseBottomCalls: 3,
+      worstCaseLatencyMs: 1860,
+      warnings: [],
+    });
+    expect(report.layers[1]!.maxTotalBackoffMs).toBeCloseTo(360, 9);
+  });
+
+  it("uses the config's multiplier and gRPC's cap of 5 attempts, and warns without throttling", () => {
+    const config = grpcConfig({ maxAttempts: 5, backoffMultiplier: 3, maxDelayMs: 1000 });
+    const raw = {
+      ...config,
+      methodConfig: [
+        {
+          ...config.methodConfig[0]!,
+          retryPolicy: { ...config.methodConfig[0]!.retryPolicy, maxAttempts: 7 },
+        },
+      ],
+    };
+    delete (raw as { retryThrottling?: unknown }).retryThrottling;
+    const report = checkStack({ layers: [{ name: 'gRPC client', grpc: raw }] });
+    expect(report.worstCaseBottomCalls).toBe(5);
+    // 100, 300, 900, then capped at 1000; each up to 1.2 times.
+    expect(report.layers[0]!.maxTotalBackoffMs).toBeCloseTo((100 + 300 + 900 + 1000) * 1.2, 9);
+    expect(report.warnings.join('\n')).toMatch(/no retry budget/);
+  });
+
+  it('names the field at fault', () => {
+    expect(() => checkStack({ layers: [{ name: 'g', grpc: grpcConfig(), attempts: 3 }] })).toThrow(
+      /layers\[0\]\.attempts cannot be given with layers\[0\]\.grpc/,
+    );
+    const bad = grpcConfig();
+    bad.methodConfig[0]!.retryPolicy.initialBackoff = '100ms';
+    expect(() => checkStack({ layers: [{ name: 'g', grpc: bad }] })).toThrow(
+      /layers\[0\]\.grpc\.methodConfig\[0\]\.retryPolicy\.initialBackoff must be a proto3 Duration/,
+    );
+    expect(() => checkStack({ layers: [{ name: 'g', grpc: { methodConfig: [] } }] })).toThrow(
+      /layers\[0\]\.grpc\.methodConfig must hold a method config with a retryPolicy/,
+    );
+  });
+
+  it('works from the command line', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'stormproof-grpc-'));
+    const file = join(dir, 'stack.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ layers: [{ name: 'gRPC client', grpc: grpcConfig(), timeoutMs: 500 }] }),
+    );
+    try {
+      const out = execFileSync(process.execPath, ['dist/cli/main.js', 'check', file, '--json'], {
+        encoding: 'utf8',
+      });
+      expect(JSON.parse(out)).toMatchObject({ worstCaseBottomCalls: 3, worstCaseLatencyMs: 1860 });
+    } finally {
+      rmSync(dir, { recursive: true });
+    }
   });
 });

@@ -2,6 +2,7 @@
 // outage does, how many calls one user request can become at the bottom, how long the user can
 // wait, and which of the founding document's rules the stack breaks.
 import { checkNumber, closest, show } from '../core/validate.js';
+import { readGrpcServiceConfig } from './grpc-layer.js';
 
 /** How a layer jitters its waits, as `check` reads it. */
 export type StackJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
@@ -31,6 +32,13 @@ export interface StackLayer {
   readonly budget?: boolean;
   /** Whether it retries non-idempotent calls (POST, PATCH) without an idempotency key. Default `false`. */
   readonly retriesNonIdempotent?: boolean;
+  /**
+   * A gRPC layer: its service config (the JSON given to `grpc.service_config`). Its first
+   * retryPolicy stands for `attempts` (capped at 5, as gRPC does), `baseDelayMs`, `maxDelayMs`,
+   * the backoff multiplier and A6's band jitter; `retryThrottling` counts as a budget and the
+   * method's `timeout` as `deadlineMs`. Those fields cannot also be given.
+   */
+  readonly grpc?: unknown;
   /** Free text, ignored. */
   readonly description?: string;
 }
@@ -89,7 +97,10 @@ const LAYER_KEYS = [
   'deadlineMs',
   'budget',
   'retriesNonIdempotent',
+  'grpc',
 ] as const;
+/** The fields a gRPC layer's service config stands for. */
+const GRPC_FIELDS = ['attempts', 'baseDelayMs', 'maxDelayMs', 'jitter', 'budget', 'deadlineMs'];
 const JITTERS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
 /** gRPC treats any maxAttempts above 5 as 5; the founding document's limit is 3 or 4. */
 const MAX_SENSIBLE_ATTEMPTS = 5;
@@ -99,6 +110,8 @@ interface Layer {
   attempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
+  /** How much each backoff ceiling grows: 2, or a gRPC service config's backoffMultiplier. */
+  multiplier: number;
   jitter: StackJitter;
   timeoutMs: number | undefined;
   deadlineMs: number | undefined;
@@ -150,6 +163,7 @@ function readLayer(value: unknown, i: number): Layer {
   checkFields(`${OWNER} ${at}`, o, LAYER_KEYS);
   const name = checkString(`${at}.name`, o.name, true)!;
   checkString(`${at}.description`, o.description, false);
+  if (o.grpc !== undefined) return readGrpcLayer(o, at, name);
   if (o.attempts === undefined) {
     throw new TypeError(
       `stormproof: ${OWNER} ${at}.attempts is required (an integer from 1 to 100)`,
@@ -176,6 +190,7 @@ function readLayer(value: unknown, i: number): Layer {
     attempts,
     baseDelayMs,
     maxDelayMs,
+    multiplier: 2,
     jitter: jitter as StackJitter,
     timeoutMs: optionalNumber(`${at}.timeoutMs`, o.timeoutMs, 0),
     deadlineMs: optionalNumber(`${at}.deadlineMs`, o.deadlineMs, 0),
@@ -184,9 +199,32 @@ function readLayer(value: unknown, i: number): Layer {
   };
 }
 
+/** A layer described by its gRPC service config instead of the retry fields. */
+function readGrpcLayer(o: Record<string, unknown>, at: string, name: string): Layer {
+  const both = GRPC_FIELDS.find((field) => o[field] !== undefined);
+  if (both !== undefined) {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${at}.${both} cannot be given with ${at}.grpc: the service config sets it`,
+    );
+  }
+  const grpc = readGrpcServiceConfig(`${OWNER} ${at}.grpc`, o.grpc);
+  return {
+    name,
+    attempts: grpc.attempts,
+    baseDelayMs: grpc.baseDelayMs,
+    maxDelayMs: grpc.maxDelayMs,
+    multiplier: grpc.backoffMultiplier,
+    jitter: grpc.jitter,
+    timeoutMs: optionalNumber(`${at}.timeoutMs`, o.timeoutMs, 0),
+    deadlineMs: grpc.deadlineMs,
+    budget: grpc.budget,
+    retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
+  };
+}
+
 /**
  * The longest a layer can sleep in one call: the sum, over its `attempts - 1` retries, of the
- * largest wait its jitter can draw below each ceiling `min(cap, base * 2^n)`. Full and equal
+ * largest wait its jitter can draw below each ceiling `min(cap, base * multiplier^n)`. Full and equal
  * jitter wait below the ceiling, no jitter waits exactly the ceiling, gRPC's band up to 1.2 times
  * it, and decorrelated jitter (`min(cap, uniform(base, previous * 3))`) up to `base * 3^(n + 1)`.
  */
@@ -199,10 +237,10 @@ function maxTotalBackoff(layer: Layer): number {
         total += Math.min(cap, base * 3 ** (n + 1));
         break;
       case 'band':
-        total += Math.min(cap, base * 2 ** n) * 1.2;
+        total += Math.min(cap, base * layer.multiplier ** n) * 1.2;
         break;
       default:
-        total += Math.min(cap, base * 2 ** n);
+        total += Math.min(cap, base * layer.multiplier ** n);
     }
   }
   return total;
