@@ -549,3 +549,20 @@ describe('stormproof check with a gRPC layer', () => {
     }
   });
 });
+
+describe('createRetryInterceptor leaves nothing behind', () => {
+  it('clears its deadline timer when a call ends, retried or not', async () => {
+    const { s, client } = await withInterceptor({ baseDelayMs: 1, budget: false });
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    await call(client, 'Unary', { deadlineMs: 60_000 }); // connect first
+    const before = timers();
+    for (let i = 0; i < 10; i++) {
+      s.script({ code: UNAVAILABLE });
+      expect((await call(client, 'Unary', { deadlineMs: 60_000 })).code).toBe(OK);
+    }
+    s.always({ code: INVALID_ARGUMENT });
+    for (let i = 0; i < 10; i++) await call(client, 'Unary', { deadlineMs: 60_000 });
+    // A 60 s timer per call would still be pending: 20 more than before.
+    expect(timers()).toBeLessThanOrEqual(before);
+  });
+});
