@@ -478,33 +478,35 @@ class RetryingCall implements InterceptingCallInterface {
     running.next = 0;
   }
 
-  /** Sends the attempt its next queued message, then its half-close, one write at a time. */
+  /** Sends the attempt its next queued message, one write at a time, and then its half-close. */
   private pump(): void {
     const running = this.attempt;
-    if (running === undefined || running.writing) return;
-    const entry = this.queue[running.next];
-    if (entry === undefined) {
-      if (this.halfClosed && !running.halfClosed) {
-        running.halfClosed = true;
-        running.call.halfClose();
-      }
-      return;
+    if (running === undefined) return;
+    const entry = running.writing ? undefined : this.queue[running.next];
+    if (entry !== undefined) {
+      running.writing = true;
+      const context = {
+        ...(entry.flags === undefined ? {} : { flags: entry.flags }),
+        callback: (error?: Error | null) => {
+          const owed = entry.callback;
+          entry.callback = undefined;
+          owed?.(error);
+          if (this.attempt !== running) return;
+          running.writing = false;
+          running.next += 1;
+          this.dropWritten();
+          this.pump();
+        },
+      };
+      running.call.sendMessageWithContext(context, entry.message);
     }
-    running.writing = true;
-    const context = {
-      ...(entry.flags === undefined ? {} : { flags: entry.flags }),
-      callback: (error?: Error | null) => {
-        const owed = entry.callback;
-        entry.callback = undefined;
-        owed?.(error);
-        if (this.attempt !== running) return;
-        running.writing = false;
-        running.next += 1;
-        this.dropWritten();
-        this.pump();
-      },
-    };
-    running.call.sendMessageWithContext(context, entry.message);
+    // Once the last message is with the transport, half-close at once, in the same frame burst
+    // (as grpc-js does): waiting for the write to complete would cost a unary call a round trip.
+    const passed = running.next + (running.writing ? 1 : 0);
+    if (this.halfClosed && !running.halfClosed && passed === this.queue.length) {
+      running.halfClosed = true;
+      running.call.halfClose();
+    }
   }
 
   /** One attempt: settles with its status, resolving on OK and rejecting otherwise. */
