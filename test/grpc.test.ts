@@ -566,3 +566,33 @@ describe('createRetryInterceptor leaves nothing behind', () => {
     expect(timers()).toBeLessThanOrEqual(before);
   });
 });
+
+describe('createRetryInterceptor retry buffer', () => {
+  it('does not retry a unary call whose request is larger than the buffer', async () => {
+    const { s, client } = await withInterceptor({ baseDelayMs: 1, budget: false });
+    s.script({ code: UNAVAILABLE }, { code: UNAVAILABLE });
+    const big = 'x'.repeat(300 * 1024);
+    expect((await call(client, 'Unary', { send: [{ big }] })).code).toBe(UNAVAILABLE);
+    expect(s.seen).toHaveLength(1);
+    const fits = 'x'.repeat(200 * 1024);
+    expect((await call(client, 'Unary', { send: [{ fits }] })).code).toBe(OK);
+    expect(s.seen).toHaveLength(3);
+  });
+
+  it('honours maxBufferBytes for streamed requests', async () => {
+    const { s, client } = await withInterceptor({
+      baseDelayMs: 1,
+      budget: false,
+      maxBufferBytes: 1000,
+    });
+    const message = { pad: 'x'.repeat(600) };
+    s.script({ code: UNAVAILABLE });
+    expect((await call(client, 'ClientStream', { send: [message] })).code).toBe(OK);
+    expect(s.seen).toHaveLength(2);
+    s.script({ code: UNAVAILABLE });
+    expect((await call(client, 'ClientStream', { send: [message, message] })).code).toBe(
+      UNAVAILABLE,
+    );
+    expect(s.seen).toHaveLength(3);
+  });
+});

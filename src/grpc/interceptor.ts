@@ -397,6 +397,8 @@ class RetryingCall implements InterceptingCallInterface {
   private finished = false;
   private lastPeer = '';
   private readonly controller = new AbortController();
+  /** Unary and server-streaming calls send one message. */
+  private readonly singleRequest: boolean;
   /** Ends a wait at the call's deadline even when the injected clock sleeps late. */
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -404,7 +406,9 @@ class RetryingCall implements InterceptingCallInterface {
     private readonly settings: Settings,
     private readonly options: InterceptorOptions,
     private readonly nextCall: NextCall,
-  ) {}
+  ) {
+    this.singleRequest = !options.method_definition.requestStream;
+  }
 
   start(metadata: Metadata, listener?: Partial<InterceptingListener>): void {
     this.metadata = metadata;
@@ -542,6 +546,9 @@ class RetryingCall implements InterceptingCallInterface {
             resolve(status);
             return;
           }
+          // A single request message is sized only now, when a retry is in question: the success
+          // path never pays for serializing it twice.
+          if (!this.committed && this.singleRequest && this.overflows(this.queue[0])) this.commit();
           if (this.committed) committedFailures.add(status);
           reject(status);
         },
@@ -558,7 +565,7 @@ class RetryingCall implements InterceptingCallInterface {
     if (this.finished) return;
     let callback = context.callback;
     if (!this.committed) {
-      const size = this.sizeOf(message);
+      const size = this.singleRequest ? 0 : this.sizeOf(message);
       if (this.bufferedBytes + size <= this.settings.maxBufferBytes) {
         this.bufferedBytes += size;
         // Kept for resending, so the write is acknowledged now, as grpc-js does for its buffer.
@@ -570,6 +577,11 @@ class RetryingCall implements InterceptingCallInterface {
     }
     this.queue.push({ message, flags: context.flags, callback });
     this.pump();
+  }
+
+  /** Whether a single request message is too big for the retry buffer. */
+  private overflows(entry: Queued | undefined): boolean {
+    return entry !== undefined && this.sizeOf(entry.message) > this.settings.maxBufferBytes;
   }
 
   private sizeOf(message: unknown): number {
