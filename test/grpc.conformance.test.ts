@@ -713,6 +713,23 @@ const BEYOND_A6: Case[] = [
     },
   },
   {
+    id: 'committed-failure-counts',
+    rule: 'a committed call that fails with a listed status still takes a throttling token',
+    grpcJs: 'takes no token once the call is committed',
+    async run(implementation) {
+      const { s, client } = await setup(implementation, {
+        maxAttempts: 2,
+        throttling: { maxTokens: 4, tokenRatio: 0.1 },
+      });
+      s.script({ code: UNAVAILABLE, messages: 1 }, { code: UNAVAILABLE, messages: 1 });
+      await call(client, 'ServerStream');
+      await call(client, 'ServerStream'); // 4 -> 2
+      s.script({ code: UNAVAILABLE });
+      expect((await call(client, 'Unary')).code).toBe(UNAVAILABLE); // 2 -> 1: no retry
+      expect(s.seen).toHaveLength(3);
+    },
+  },
+  {
     id: 'buffer-256-kib',
     rule: "the per-call buffer is gRPC core's 256 KiB: 300 KiB of messages commit the call",
     grpcJs: 'buffers 1 MiB per call: retries it',

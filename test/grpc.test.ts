@@ -434,20 +434,6 @@ describe('createRetryInterceptor and the engine', () => {
     expect(reason).toBe('budget');
   });
 
-  it('counts a committed call that fails with a listed status against the throttle', async () => {
-    const { s, client } = await withInterceptor({
-      maxAttempts: 2,
-      baseDelayMs: 1,
-      throttling: { maxTokens: 4, tokenRatio: 0.1 },
-    });
-    s.script({ code: UNAVAILABLE, messages: 1 }, { code: UNAVAILABLE, messages: 1 });
-    await call(client, 'ServerStream');
-    await call(client, 'ServerStream'); // committed failures: 4 -> 2
-    s.script({ code: UNAVAILABLE });
-    expect((await call(client, 'Unary')).code).toBe(UNAVAILABLE); // 2 -> 1: no retry
-    expect(s.seen).toHaveLength(3);
-  });
-
   it('works as a per-call interceptor too', async () => {
     const s = await startServer();
     servers.push(s);
