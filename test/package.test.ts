@@ -56,6 +56,15 @@ describe('package', () => {
     expect(out).toBe('3');
   });
 
+  it('serves stormproof/grpc through import and require()', () => {
+    const names = ['createRetryInterceptor', 'toServiceConfig', 'parsePushback'];
+    const code = (load: string) =>
+      `${load}; console.log(${JSON.stringify(names)}.map((k) => typeof g[k]).join());`;
+    const expected = names.map(() => 'function').join();
+    expect(node(code(`const g = await import('stormproof/grpc')`), 'module')).toBe(expected);
+    expect(node(code(`const g = require('stormproof/grpc')`), 'commonjs')).toBe(expected);
+  });
+
   it('blocks internals', () => {
     const out = node(
       `import('stormproof/dist/core/step.js').then(() => console.log('open'), (e) => console.log(e.code));`,

@@ -2,6 +2,7 @@
 // outage does, how many calls one user request can become at the bottom, how long the user can
 // wait, and which of the storm story's rules the stack breaks.
 import { checkNumber, closest, show } from '../core/validate.js';
+import { readGrpcServiceConfig } from './grpc-layer.js';
 
 /** How a layer jitters its waits, as `check` reads it. */
 export type StackJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
@@ -31,6 +32,13 @@ export interface StackLayer {
   readonly budget?: boolean | object;
   /** Whether it retries non-idempotent calls (POST, PATCH) without an idempotency key. Default `false`. */
   readonly retriesNonIdempotent?: boolean;
+  /**
+   * A gRPC layer: its service config (the JSON given to `grpc.service_config`). Its first
+   * retryPolicy stands for `attempts` (capped at 5, as gRPC does), `baseDelayMs`, `maxDelayMs`,
+   * the backoff multiplier and A6's band jitter; `retryThrottling` counts as a budget and the
+   * method's `timeout` as `deadlineMs`. Those fields cannot also be given.
+   */
+  readonly grpc?: unknown;
   /** Free text, ignored. */
   readonly description?: string;
   /**
@@ -105,7 +113,10 @@ const LAYER_KEYS = [
   'honorRetryAfter',
   'throttledDelayMultiplier',
   'maxInternalErrorRetries',
+  'grpc',
 ] as const;
+/** The fields a gRPC layer's service config stands for. */
+const GRPC_FIELDS = ['attempts', 'baseDelayMs', 'maxDelayMs', 'jitter', 'budget', 'deadlineMs'];
 const JITTERS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
 /** gRPC treats any maxAttempts above 5 as 5; the storm story's limit is 3 or 4. */
 const MAX_SENSIBLE_ATTEMPTS = 5;
@@ -115,6 +126,8 @@ interface Layer {
   attempts: number;
   baseDelayMs: number;
   maxDelayMs: number;
+  /** How much each backoff ceiling grows: 2, or a gRPC service config's backoffMultiplier. */
+  multiplier: number;
   jitter: StackJitter;
   /** The top of the band, for `band` jitter (gRPC's 1.2). */
   bandHigh: number;
@@ -199,6 +212,7 @@ function readLayer(value: unknown, i: number): Layer {
   checkFields(`${OWNER} ${at}`, o, LAYER_KEYS);
   const name = checkString(`${at}.name`, o.name, true)!;
   checkString(`${at}.description`, o.description, false);
+  if (o.grpc !== undefined) return readGrpcLayer(o, at, name);
   const given = either(at, o, 'attempts', 'maxAttempts');
   if (given.value === undefined) {
     throw new TypeError(
@@ -232,6 +246,7 @@ function readLayer(value: unknown, i: number): Layer {
     attempts,
     baseDelayMs,
     maxDelayMs,
+    multiplier: 2,
     jitter: jitter as StackJitter,
     bandHigh,
     timeoutMs: optionalNumber(`${at}.${timeout.key}`, timeout.value, 0),
@@ -245,9 +260,33 @@ function readLayer(value: unknown, i: number): Layer {
   };
 }
 
+/** A layer described by its gRPC service config instead of the retry fields. */
+function readGrpcLayer(o: Record<string, unknown>, at: string, name: string): Layer {
+  const both = GRPC_FIELDS.find((field) => o[field] !== undefined);
+  if (both !== undefined) {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${at}.${both} cannot be given with ${at}.grpc: the service config sets it`,
+    );
+  }
+  const grpc = readGrpcServiceConfig(`${OWNER} ${at}.grpc`, o.grpc);
+  return {
+    name,
+    attempts: grpc.attempts,
+    baseDelayMs: grpc.baseDelayMs,
+    maxDelayMs: grpc.maxDelayMs,
+    multiplier: grpc.backoffMultiplier,
+    jitter: grpc.jitter,
+    bandHigh: 1.2,
+    timeoutMs: optionalNumber(`${at}.timeoutMs`, o.timeoutMs, 0),
+    deadlineMs: grpc.deadlineMs,
+    budget: grpc.budget,
+    retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
+  };
+}
+
 /**
  * The longest a layer can sleep in one call: the sum, over its `attempts - 1` retries, of the
- * largest wait its jitter can draw below each ceiling `min(cap, base * 2^n)`. Full and equal
+ * largest wait its jitter can draw below each ceiling `min(cap, base * multiplier^n)`. Full and equal
  * jitter wait below the ceiling, no jitter waits exactly the ceiling, gRPC's band up to 1.2 times
  * it, and decorrelated jitter (`min(cap, uniform(base, previous * 3))`) up to `base * 3^(n + 1)`.
  */
@@ -260,10 +299,10 @@ function maxTotalBackoff(layer: Layer): number {
         total += Math.min(cap, base * 3 ** (n + 1));
         break;
       case 'band':
-        total += Math.min(cap, base * 2 ** n) * layer.bandHigh;
+        total += Math.min(cap, base * layer.multiplier ** n) * layer.bandHigh;
         break;
       default:
-        total += Math.min(cap, base * 2 ** n);
+        total += Math.min(cap, base * layer.multiplier ** n);
     }
   }
   return total;

@@ -33,9 +33,10 @@ const KEYS = ['maxTokens', 'tokenRatio'] as const;
 /**
  * `value` in thousandths, with the digits past the third decimal dropped. It reads the decimal
  * that JavaScript prints for the number (what the user wrote), not the binary value, which for
- * 1.001 is a hair below it and would lose a thousandth. `value` is finite and positive.
+ * 1.001 is a hair below it and would lose a thousandth. `value` is finite and positive. Shared
+ * with the gRPC service config, which must truncate `tokenRatio` the same way.
  */
-function truncatedThousandths(value: number): number {
+export function truncatedThousandths(value: number): number {
   const [mantissa = '', exponent = '0'] = String(value).split('e');
   const [whole = '', fraction = ''] = mantissa.split('.');
   const digits = whole + fraction;

@@ -1,0 +1,41 @@
+/**
+ * stormproof/grpc: gRFC A6 retries for @grpc/grpc-js, exactly.
+ *
+ * Two ways to the same policy: `createRetryInterceptor(options)`, a client interceptor that runs
+ * each call through stormproof's engine (strict pushback, RetryInfo, throttling that never
+ * waits, the call's deadline as total deadline), or `toServiceConfig(options)`, a service config
+ * for grpc-js's own retries. docs/grpc.md says when to choose which and where grpc-js differs
+ * from A6. Needs `@grpc/grpc-js` (an optional peer dependency) for the interceptor.
+ *
+ * @example
+ * ```ts
+ * import { createRetryInterceptor } from 'stormproof/grpc';
+ * const client = new Client(address, credentials.createInsecure(), {
+ *   interceptors: [createRetryInterceptor({ maxAttempts: 3 })],
+ * });
+ * ```
+ *
+ * @module
+ */
+export {
+  createRetryInterceptor,
+  PREVIOUS_ATTEMPTS_HEADER,
+  type RetryInterceptorOptions,
+  type ThrottlingOptions,
+} from './interceptor.js';
+export { MAX_ATTEMPTS_LIMIT } from './limits.js';
+export {
+  MAX_PUSHBACK_MS,
+  PUSHBACK_TRAILER,
+  type Pushback,
+  parsePushback,
+  readRetryInfoMs,
+  STATUS_DETAILS_TRAILER,
+} from './pushback.js';
+export {
+  type RetryServiceConfig,
+  type ServiceConfigOptions,
+  toDuration,
+  toServiceConfig,
+} from './service-config.js';
+export type { StatusCodeLike, StatusName } from './status-codes.js';

@@ -1,0 +1,660 @@
+// The client interceptor: each gRPC call becomes one stormproof retry call. The engine decides
+// every retry (attempts, backoff, deadline, throttling); this file only turns gRPC's statuses and
+// trailers into verdicts, buffers what must be resent, and commits the call when A6 says so.
+import {
+  InterceptingCall,
+  type InterceptingListener,
+  type Interceptor,
+  type InterceptorOptions,
+  Metadata,
+  type NextCall,
+  type StatusObject,
+} from '@grpc/grpc-js';
+import type { Jitter } from '../core/backoff.js';
+import type { Budget } from '../core/budgets/budget.js';
+import { TokenBucket } from '../core/budgets/token-bucket.js';
+import type { Verdict } from '../core/classify.js';
+import type { Clock, RandomSource } from '../core/clock.js';
+import type { AttemptContext, RetryDecisionContext, RetryHooks } from '../core/options.js';
+import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject } from '../core/validate.js';
+import { capMaxAttempts } from './limits.js';
+import {
+  MAX_PUSHBACK_MS,
+  PUSHBACK_TRAILER,
+  parsePushback,
+  readRetryInfoMs,
+  STATUS_DETAILS_TRAILER,
+} from './pushback.js';
+import { CODE, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
+import { refuseNulls } from './validate.js';
+
+/** The request header that tells the server how many attempts came before this one (gRFC A6). */
+export const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';
+
+/** gRPC core's per-call retry buffer (grpc-js uses 1 MiB). */
+const DEFAULT_BUFFER_BYTES = 256 * 1024;
+
+/** gRFC A6's `retryThrottling`: one token bucket for the calls this interceptor makes. */
+export interface ThrottlingOptions {
+  /**
+   * The most tokens, and the starting count. A whole number in (0, 1000]. Retries stop while the
+   * count is at or below half of it.
+   * @default 10 (gRFC A6's example)
+   * @example
+   * ```ts
+   * { throttling: { maxTokens: 10, tokenRatio: 0.1 } }
+   * ```
+   */
+  maxTokens?: number | undefined;
+  /**
+   * Tokens each successful call adds back; digits past the third decimal are ignored
+   * (0.5466 counts as 0.546).
+   * @default 0.1 (gRFC A6's example)
+   * @example
+   * ```ts
+   * { throttling: { maxTokens: 100, tokenRatio: 0.5 } }
+   * ```
+   */
+  tokenRatio?: number | undefined;
+}
+
+/** The options of {@link createRetryInterceptor}. */
+export interface RetryInterceptorOptions extends RetryHooks {
+  /**
+   * Total attempts, the first included. An integer >= 1; above 5 it is treated as 5 with a
+   * warning, as gRFC A6 says.
+   * @default 4
+   * @example
+   * ```ts
+   * { maxAttempts: 3 }
+   * ```
+   */
+  maxAttempts?: number | undefined;
+  /**
+   * The backoff ceiling of the first retry, in ms; it doubles after each retry.
+   * @default 200
+   * @example
+   * ```ts
+   * { baseDelayMs: 100 } // gRFC A6's usual initialBackoff of 0.1s
+   * ```
+   */
+  baseDelayMs?: number | undefined;
+  /**
+   * The cap of the backoff ceiling, in ms. At least `baseDelayMs`.
+   * @default 5000
+   * @example
+   * ```ts
+   * { maxDelayMs: 1000 }
+   * ```
+   */
+  maxDelayMs?: number | undefined;
+  /**
+   * How each wait is drawn below its ceiling. `'band'` is gRFC A6's: the ceiling times a uniform
+   * factor in [0.8, 1.2).
+   * @default 'full'
+   * @example
+   * ```ts
+   * { jitter: 'band' }
+   * ```
+   */
+  jitter?: Jitter | undefined;
+  /**
+   * A total deadline, in ms, for calls that set none of their own; it becomes their gRPC
+   * deadline. A call's own deadline is always its total deadline: no wait is started that would
+   * end past it. Unset: a call without a deadline is bounded only by `maxAttempts`.
+   * @default undefined
+   * @example
+   * ```ts
+   * { deadlineMs: 5000 }
+   * ```
+   */
+  deadlineMs?: number | undefined;
+  /**
+   * The status codes to retry: numbers or names in any case. Each must be safe to retry for every
+   * method the interceptor is given to.
+   * @default ['UNAVAILABLE']
+   * @example
+   * ```ts
+   * { retryableStatusCodes: ['UNAVAILABLE', 'resource_exhausted', 10] }
+   * ```
+   */
+  retryableStatusCodes?: readonly StatusCodeLike[] | undefined;
+  /**
+   * RESOURCE_EXHAUSTED, when listed, is retried more slowly: its backoff ceiling is
+   * `baseDelayMs * throttledDelayMultiplier * 2^n`, capped at `maxDelayMs`. A number >= 1.
+   * @default 5
+   * @example
+   * ```ts
+   * { throttledDelayMultiplier: 10 }
+   * ```
+   */
+  throttledDelayMultiplier?: number | undefined;
+  /**
+   * gRFC A6's retry throttling: a token bucket shared by every call of this interceptor. A6 keeps
+   * one per server name, so make one interceptor per channel target and give it to every client
+   * of that target. Cannot be combined with `budget`.
+   * @default undefined (the `budget` applies)
+   * @example
+   * ```ts
+   * { throttling: { maxTokens: 10, tokenRatio: 0.1 } }
+   * ```
+   */
+  throttling?: ThrottlingOptions | undefined;
+  /**
+   * Any stormproof budget instead of A6 throttling, or `false` for none.
+   * @default new RetryBudget() (when `throttling` is not given)
+   * @example
+   * ```ts
+   * { budget: false }
+   * ```
+   */
+  budget?: Budget | false | undefined;
+  /**
+   * The most bytes of request messages kept per call for resending. A call whose messages no
+   * longer fit is committed: it is never retried again.
+   * @default 262144 (256 KiB, as gRPC core; grpc-js uses 1 MiB)
+   * @example
+   * ```ts
+   * { maxBufferBytes: 1024 * 1024 }
+   * ```
+   */
+  maxBufferBytes?: number | undefined;
+  /**
+   * Where time comes from for the waits between attempts.
+   * @default systemClock
+   * @example
+   * ```ts
+   * { clock: myVirtualClock }
+   * ```
+   */
+  clock?: Clock | undefined;
+  /**
+   * Uniform random numbers in [0, 1) for jitter.
+   * @default Math.random
+   * @example
+   * ```ts
+   * { random: () => 0.5 }
+   * ```
+   */
+  random?: RandomSource | undefined;
+}
+
+const KEYS = [
+  'maxAttempts',
+  'baseDelayMs',
+  'maxDelayMs',
+  'jitter',
+  'deadlineMs',
+  'retryableStatusCodes',
+  'throttledDelayMultiplier',
+  'throttling',
+  'budget',
+  'maxBufferBytes',
+  'clock',
+  'random',
+  'onRetry',
+  'onGiveUp',
+  'onSuccess',
+] as const;
+
+/**
+ * The engine's deadline for calls that have none: the longest wait a timer can hold. It only
+ * bounds decisions; nothing is armed for it.
+ */
+const NO_DEADLINE_MS = MAX_PUSHBACK_MS;
+
+/** How many per-deadline policies an interceptor keeps before starting over. */
+const DEADLINE_CACHE_SIZE = 64;
+
+/** Checks `throttling` and makes its bucket; errors name `throttling.maxTokens` and so on. */
+function throttlingBucket(owner: string, value: unknown): TokenBucket {
+  const o = checkOptionsObject(`${owner} throttling`, value);
+  checkKnownKeys(`${owner} throttling`, o, ['maxTokens', 'tokenRatio']);
+  refuseNulls(`${owner} throttling`, o);
+  const maxTokens = checkNumber(owner, 'throttling.maxTokens', o.maxTokens ?? 10, {
+    min: 0,
+    minExclusive: true,
+    max: 1000,
+    integer: true,
+  });
+  const tokenRatio = checkNumber(owner, 'throttling.tokenRatio', o.tokenRatio ?? 0.1, {
+    min: 0.001,
+  });
+  return new TokenBucket({ maxTokens, tokenRatio });
+}
+
+/** What the interceptor settled once, at creation. */
+interface Settings {
+  readonly maxBufferBytes: number;
+  readonly deadlineMs: number | undefined;
+  /** The policy of calls without a deadline, shared by all of them. */
+  readonly open: RetryPolicy;
+  /** A policy for a call whose deadline is `deadlineMs` (whole ms) away; same options and budget. */
+  readonly bounded: (deadlineMs: number) => RetryPolicy;
+}
+
+/** One attempt, or the call as grpc-js sees it. */
+type InterceptingCallInterface = ReturnType<NextCall>;
+
+/** The statuses of attempts that failed after the call was committed: never retried. */
+const committedFailures = new WeakSet<StatusObject>();
+
+const PERMANENT: Verdict = Object.freeze({ retryable: false, kind: 'permanent' });
+const DO_NOT_RETRY: Verdict = Object.freeze({ retryable: false, kind: 'do-not-retry' });
+
+function isStatus(value: unknown): value is StatusObject {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as StatusObject).code === 'number' &&
+    (value as StatusObject).metadata instanceof Metadata
+  );
+}
+
+/** The engine's kind of failure for a listed status: it decides the backoff's base. */
+function kindOf(code: number): Verdict['kind'] {
+  if (code === CODE.RESOURCE_EXHAUSTED) return 'throttled';
+  if (code === CODE.DEADLINE_EXCEEDED) return 'timeout';
+  return 'unavailable';
+}
+
+/**
+ * Judges a failed attempt by gRFC A6: a status outside the list is final; a don't-retry
+ * pushback is final (and the engine counts it against the throttle); a valid pushback is the
+ * exact wait. With no pushback trailer, a `google.rpc.RetryInfo` delay is used the same way: the
+ * trailer wins when both are sent, because it is A6's own signal and can also say "stop".
+ */
+function judge(
+  codes: ReadonlySet<number>,
+  bucket: TokenBucket | undefined,
+  clock: Clock | undefined,
+  status: unknown,
+): Verdict {
+  if (!isStatus(status)) return PERMANENT;
+  const listed = codes.has(status.code);
+  const pushback = parsePushback(status.metadata.get(PUSHBACK_TRAILER));
+  if (pushback === 'do-not-retry') return DO_NOT_RETRY;
+  if (!listed) return PERMANENT;
+  const kind = kindOf(status.code);
+  if (committedFailures.has(status)) {
+    // A6 counts every failure with a retryable status, committed or not; the engine counts only
+    // failures it may retry, so this one is counted here.
+    bucket?.recordFailure(clock?.now() ?? 0, true);
+    return { retryable: false, kind };
+  }
+  const waitMs = pushback ?? readRetryInfoMs(status.metadata.get(STATUS_DETAILS_TRAILER)[0]);
+  return waitMs === undefined
+    ? { retryable: true, kind }
+    : { retryable: true, kind, pushbackMs: waitMs };
+}
+
+function settle(options: RetryInterceptorOptions | undefined): Settings {
+  const owner = 'createRetryInterceptor';
+  const o = checkOptionsObject(owner, options) as RetryInterceptorOptions;
+  checkKnownKeys(owner, o, KEYS);
+  refuseNulls(owner, o as Record<string, unknown>);
+  const maxAttempts = capMaxAttempts(
+    owner,
+    checkNumber(owner, 'maxAttempts', o.maxAttempts ?? 4, { min: 1, integer: true }),
+  );
+  const codes = resolveStatusCodes(owner, o.retryableStatusCodes ?? ['UNAVAILABLE']);
+  const maxBufferBytes = checkNumber(
+    owner,
+    'maxBufferBytes',
+    o.maxBufferBytes ?? DEFAULT_BUFFER_BYTES,
+    {
+      min: 0,
+      integer: true,
+    },
+  );
+  const deadlineMs =
+    o.deadlineMs === undefined
+      ? undefined
+      : checkNumber(owner, 'deadlineMs', o.deadlineMs, { min: 0, minExclusive: true });
+  if (o.throttling !== undefined && o.budget !== undefined) {
+    throw new TypeError(`stormproof: ${owner} takes throttling or budget, not both`);
+  }
+  const bucket = o.throttling === undefined ? undefined : throttlingBucket(owner, o.throttling);
+  const clock = o.clock ?? undefined;
+  const base = {
+    maxAttempts,
+    baseDelayMs: o.baseDelayMs,
+    maxDelayMs: o.maxDelayMs,
+    jitter: o.jitter,
+    throttledDelayMultiplier: o.throttledDelayMultiplier,
+    // Retry-After is HTTP's; gRPC's waits arrive as pushback, which the verdict carries.
+    honorRetryAfter: false,
+    shouldRetry: ({ error }: RetryDecisionContext) => judge(codes, bucket, clock, error),
+    budget: bucket ?? o.budget,
+    clock: o.clock,
+    random: o.random,
+    onRetry: o.onRetry,
+    onGiveUp: o.onGiveUp,
+    onSuccess: o.onSuccess,
+  };
+  // Made now, so that every option is checked when the interceptor is created.
+  const open = createRetryPolicy({ ...base, deadlineMs: NO_DEADLINE_MS });
+  // Every call shares the one budget the open policy settled (a default RetryBudget included).
+  const shared = { ...base, budget: open.budget ?? (false as const) };
+  // The engine takes a deadline per policy, not per call, and making a policy costs about 13 us:
+  // calls made with the same timeout (deadline = now + 5 s) reuse one policy per whole ms left.
+  const byDeadline = new Map<number, RetryPolicy>();
+  return {
+    maxBufferBytes,
+    deadlineMs,
+    open,
+    bounded: (ms) => {
+      let policy = byDeadline.get(ms);
+      if (policy === undefined) {
+        if (byDeadline.size >= DEADLINE_CACHE_SIZE) byDeadline.clear();
+        policy = createRetryPolicy({ ...shared, deadlineMs: ms });
+        byDeadline.set(ms, policy);
+      }
+      return policy;
+    },
+  };
+}
+
+/** A request message on its way: kept for resending until the call is committed. */
+interface Queued {
+  readonly message: unknown;
+  readonly flags: number | undefined;
+  /** The writer's callback, still owed when the write was not acknowledged at once. */
+  callback: ((error?: Error | null) => void) | undefined;
+}
+
+/** One attempt and how far it got through the queue. grpc-js takes one write at a time. */
+interface Running {
+  readonly call: InterceptingCallInterface;
+  next: number;
+  writing: boolean;
+  halfClosed: boolean;
+}
+
+const noListener: InterceptingListener = {
+  onReceiveMetadata: () => {},
+  onReceiveMessage: () => {},
+  onReceiveStatus: () => {},
+};
+
+/**
+ * One gRPC call as the application sees it, made of one or more attempts. It keeps the request
+ * metadata and messages to resend, passes the first committed attempt's answers through, and
+ * reports exactly one status.
+ */
+class RetryingCall implements InterceptingCallInterface {
+  private attempt: Running | undefined;
+  private listener: InterceptingListener = noListener;
+  private metadata: Metadata | undefined;
+  /** Messages every new attempt sends first; once committed, only those not yet written. */
+  private queue: Queued[] = [];
+  private bufferedBytes = 0;
+  private halfClosed = false;
+  private readStarted = false;
+  /** Set by the first response header or message, or by a buffer overflow: no attempt follows. */
+  private committed = false;
+  private finished = false;
+  private lastPeer = '';
+  private readonly controller = new AbortController();
+  /** Unary and server-streaming calls send one message. */
+  private readonly singleRequest: boolean;
+  /** Ends a wait at the call's deadline even when the injected clock sleeps late. */
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly settings: Settings,
+    private readonly options: InterceptorOptions,
+    private readonly nextCall: NextCall,
+  ) {
+    this.singleRequest = !options.method_definition.requestStream;
+  }
+
+  start(metadata: Metadata, listener?: Partial<InterceptingListener>): void {
+    this.metadata = metadata;
+    this.listener = {
+      onReceiveMetadata:
+        listener?.onReceiveMetadata?.bind(listener) ?? noListener.onReceiveMetadata,
+      onReceiveMessage: listener?.onReceiveMessage?.bind(listener) ?? noListener.onReceiveMessage,
+      onReceiveStatus: listener?.onReceiveStatus?.bind(listener) ?? noListener.onReceiveStatus,
+    };
+    const deadline = this.options.deadline;
+    const left =
+      deadline === undefined || deadline === Number.POSITIVE_INFINITY
+        ? undefined
+        : new Date(deadline).getTime() - Date.now();
+    let policy = this.settings.open;
+    if (left !== undefined) {
+      // Whole ms, rounded down: the engine may give up up to 1 ms early, never late.
+      policy = this.settings.bounded(Math.max(1, Math.floor(left)));
+      this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, left));
+    }
+    policy
+      .retry((context) => this.runAttempt(context), { signal: this.controller.signal })
+      .then(
+        (status) => this.finish(status),
+        (error: unknown) => this.finish(this.statusOf(error)),
+      );
+  }
+
+  private statusOf(error: unknown): StatusObject {
+    if (isStatus(error)) return error;
+    return {
+      code: 2, // UNKNOWN: the attempt could not even be made.
+      details: error instanceof Error ? error.message : String(error),
+      metadata: new Metadata(),
+    };
+  }
+
+  /** The deadline passed while the engine still held the call (a late wait): end it now. */
+  private expire(): void {
+    const status: StatusObject = {
+      code: CODE.DEADLINE_EXCEEDED,
+      details: 'Deadline exceeded',
+      metadata: new Metadata(),
+    };
+    const attempt = this.attempt;
+    this.controller.abort(status);
+    attempt?.call.cancelWithStatus(status.code, status.details);
+  }
+
+  private finish(status: StatusObject): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.deadlineTimer);
+    this.attempt = undefined;
+    this.queue = [];
+    this.listener.onReceiveStatus(status);
+  }
+
+  private commit(): void {
+    if (this.committed) return;
+    this.committed = true;
+    this.bufferedBytes = 0;
+    this.dropWritten();
+  }
+
+  /** After the commit, what the attempt has written is never needed again. */
+  private dropWritten(): void {
+    const running = this.attempt;
+    if (!this.committed || running === undefined || running.next === 0) return;
+    this.queue.splice(0, running.next);
+    running.next = 0;
+  }
+
+  /** Sends the attempt its next queued message, one write at a time, and then its half-close. */
+  private pump(): void {
+    const running = this.attempt;
+    if (running === undefined) return;
+    const entry = running.writing ? undefined : this.queue[running.next];
+    if (entry !== undefined) {
+      running.writing = true;
+      const context = {
+        ...(entry.flags === undefined ? {} : { flags: entry.flags }),
+        callback: (error?: Error | null) => {
+          const owed = entry.callback;
+          entry.callback = undefined;
+          owed?.(error);
+          if (this.attempt !== running) return;
+          running.writing = false;
+          running.next += 1;
+          this.dropWritten();
+          this.pump();
+        },
+      };
+      running.call.sendMessageWithContext(context, entry.message);
+    }
+    // Once the last message is with the transport, half-close at once, in the same frame burst
+    // (as grpc-js does): waiting for the write to complete would cost a unary call a round trip.
+    const passed = running.next + (running.writing ? 1 : 0);
+    if (this.halfClosed && !running.halfClosed && passed === this.queue.length) {
+      running.halfClosed = true;
+      running.call.halfClose();
+    }
+  }
+
+  /** One attempt: settles with its status, resolving on OK and rejecting otherwise. */
+  private runAttempt({ attempt: number }: AttemptContext): Promise<StatusObject> {
+    return new Promise((resolve, reject) => {
+      let metadata = this.metadata!;
+      if (number > 1) {
+        metadata = metadata.clone();
+        metadata.set(PREVIOUS_ATTEMPTS_HEADER, String(number - 1));
+      }
+      const call = this.nextCall(this.options);
+      const running: Running = { call, next: 0, writing: false, halfClosed: false };
+      this.attempt = running;
+      const unaryResponse = !this.options.method_definition.responseStream;
+      call.start(metadata, {
+        onReceiveMetadata: (received) => {
+          this.commit();
+          this.listener.onReceiveMetadata(received);
+        },
+        onReceiveMessage: (message) => {
+          // grpc-js hands a unary call that ends without a message a `null` just before its
+          // status; on an uncommitted attempt that is all it can be (headers come first).
+          if (!this.committed && unaryResponse && message === null) return;
+          this.commit();
+          this.listener.onReceiveMessage(message);
+        },
+        onReceiveStatus: (status) => {
+          if (this.attempt === running) {
+            this.lastPeer = call.getPeer();
+            this.attempt = undefined;
+          }
+          if (status.code === CODE.OK) {
+            resolve(status);
+            return;
+          }
+          // A single request message is sized only now, when a retry is in question: the success
+          // path never pays for serializing it twice.
+          if (!this.committed && this.singleRequest && this.overflows(this.queue[0])) this.commit();
+          if (this.committed) committedFailures.add(status);
+          reject(status);
+        },
+      });
+      this.pump();
+      if (this.readStarted) call.startRead();
+    });
+  }
+
+  sendMessageWithContext(
+    context: { flags?: number; callback?: (error?: Error | null) => void },
+    message: unknown,
+  ): void {
+    if (this.finished) return;
+    let callback = context.callback;
+    if (!this.committed) {
+      const size = this.singleRequest ? 0 : this.sizeOf(message);
+      if (this.bufferedBytes + size <= this.settings.maxBufferBytes) {
+        this.bufferedBytes += size;
+        // Kept for resending, so the write is acknowledged now, as grpc-js does for its buffer.
+        if (callback !== undefined) queueMicrotask(callback);
+        callback = undefined;
+      } else {
+        this.commit();
+      }
+    }
+    this.queue.push({ message, flags: context.flags, callback });
+    this.pump();
+  }
+
+  /** Whether a single request message is too big for the retry buffer. */
+  private overflows(entry: Queued | undefined): boolean {
+    return entry !== undefined && this.sizeOf(entry.message) > this.settings.maxBufferBytes;
+  }
+
+  private sizeOf(message: unknown): number {
+    try {
+      return this.options.method_definition.requestSerialize(message).length;
+    } catch {
+      // The attempt will fail to serialize it and end the call; never keep it for a retry.
+      return Number.POSITIVE_INFINITY;
+    }
+  }
+
+  sendMessage(message: unknown): void {
+    this.sendMessageWithContext({}, message);
+  }
+
+  halfClose(): void {
+    this.halfClosed = true;
+    this.pump();
+  }
+
+  startRead(): void {
+    this.readStarted = true;
+    this.attempt?.call.startRead();
+  }
+
+  cancelWithStatus(code: number, details: string): void {
+    if (this.finished) return;
+    const status: StatusObject = { code, details, metadata: new Metadata() };
+    const attempt = this.attempt;
+    // The engine ends the call with this status: at once during a wait, or when the attempt's
+    // own cancellation comes back.
+    this.controller.abort(status);
+    attempt?.call.cancelWithStatus(code, details);
+    if (this.metadata === undefined) this.finish(status);
+  }
+
+  getPeer(): string {
+    return this.attempt?.call.getPeer() ?? this.lastPeer;
+  }
+
+  getAuthContext(): ReturnType<InterceptingCallInterface['getAuthContext']> {
+    return this.attempt?.call.getAuthContext() ?? null;
+  }
+}
+
+/**
+ * A grpc-js client interceptor that retries calls through stormproof's engine, following gRFC A6:
+ * only listed statuses, at most 5 attempts, the server's `grpc-retry-pushback-ms` read strictly
+ * (a bad value means "do not retry"), `google.rpc.RetryInfo` honoured, `grpc-previous-rpc-attempts`
+ * sent on retries, the call's deadline as the total deadline, optional A6 throttling that fails a
+ * throttled call at once. Unary and server-streaming calls are retried until the first response
+ * header or message; client-streaming and bidi calls too, while their messages fit
+ * `maxBufferBytes`.
+ *
+ * Use it on a channel without a retry policy in its service config, or grpc-js would retry too.
+ * Options are checked here: a bad value throws a TypeError or RangeError naming it.
+ *
+ * @example
+ * ```ts
+ * import { Client, credentials } from '@grpc/grpc-js';
+ * import { createRetryInterceptor } from 'stormproof/grpc';
+ *
+ * const retries = createRetryInterceptor({ maxAttempts: 3, throttling: { maxTokens: 10, tokenRatio: 0.1 } });
+ * const client = new Client('api.example.com:443', credentials.createSsl(), { interceptors: [retries] });
+ * ```
+ */
+export function createRetryInterceptor(options?: RetryInterceptorOptions): Interceptor {
+  const settings = settle(options);
+  return (callOptions, nextCall) => {
+    let effective = callOptions;
+    if (settings.deadlineMs !== undefined && callOptions.deadline === undefined) {
+      effective = { ...callOptions, deadline: Date.now() + settings.deadlineMs };
+    }
+    return new InterceptingCall(new RetryingCall(settings, effective, nextCall));
+  };
+}
