@@ -540,8 +540,8 @@ describe('validation', () => {
     await expect(retry(async () => 1, { maxAttempts: -1 })).rejects.toThrow(/maxAttempts/);
     await expect(retry('nope' as never)).rejects.toThrow(/operation must be a function/);
     await expect(
-      createRetryPolicy().retry(async () => 1, { deadlineMs: 5 } as never),
-    ).rejects.toThrow(/policy.retry has no option "deadlineMs"/);
+      createRetryPolicy().retry(async () => 1, { maxAttempts: 5 } as never),
+    ).rejects.toThrow(/policy.retry has no option "maxAttempts"/);
   });
 
   it('fills defaults once into frozen options', () => {
@@ -594,5 +594,49 @@ describe('regression: a caller abort during a zero wait', () => {
     expect(await result).toBe('stop');
     expect(op).toHaveBeenCalledTimes(1);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+});
+
+describe("a call's own deadline", () => {
+  it("replaces the policy's: the call settles by it, and waits are checked against it", async () => {
+    const clock = new ManualClock();
+    const policy = createRetryPolicy({ clock, deadlineMs: 10_000, budget: false });
+    const result = policy
+      .retry(
+        ({ signal }) =>
+          new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason))),
+        {
+          deadlineMs: 250,
+        },
+      )
+      .catch((e: unknown) => e);
+    await clock.advance(250);
+    const error = await result;
+    expect(error).toBeInstanceOf(DeadlineExceededError);
+    expect((error as DeadlineExceededError).deadlineMs).toBe(250);
+    expect(getRetryReport(error)).toMatchObject({ reason: 'deadline', elapsedMs: 250 });
+    expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+
+    // A 503 at 100 ms: a wait of 180 ms cannot fit in what is left of 250 ms.
+    const slow = createRetryPolicy({ clock, deadlineMs: 10_000, budget: false, random: () => 0.9 });
+    const busy = slow
+      .retry(
+        () =>
+          new Promise((_, reject) => {
+            clock.setTimer(100, () => reject(httpError(503)));
+          }),
+        { deadlineMs: 250 },
+      )
+      .catch((e: unknown) => e);
+    await clock.advance(100);
+    expect(getRetryReport(await busy)?.reason).toBe('deadline');
+  });
+
+  it('is checked like every option: null or 0 is an error naming it', async () => {
+    const policy = createRetryPolicy();
+    await expect(policy.retry(async () => 1, { deadlineMs: null as never })).rejects.toThrow(
+      /deadlineMs/,
+    );
+    await expect(policy.retry(async () => 1, { deadlineMs: 0 })).rejects.toThrow(RangeError);
   });
 });

@@ -167,6 +167,17 @@ export interface CallOptions extends RetryHooks {
    * ```
    */
   signal?: AbortSignal | undefined;
+  /**
+   * This call's own deadline, in ms from its start, instead of the policy's `deadlineMs`: the
+   * time its caller has left (a gRPC deadline, a request's remaining budget). The same promise:
+   * the call settles by then whatever the operation does.
+   * @default the policy's deadlineMs
+   * @example
+   * ```ts
+   * await policy.retry(op, { deadlineMs: Math.max(1, request.deadline - Date.now()) });
+   * ```
+   */
+  deadlineMs?: number | undefined;
 }
 
 /** The options of a retry policy. Every field is optional; docs/retry.md gives the source of each default. */
@@ -364,7 +375,7 @@ const POLICY_KEYS = [
   'random',
   ...HOOKS,
 ] as const;
-const CALL_KEYS = ['signal', ...HOOKS] as const;
+const CALL_KEYS = ['signal', 'deadlineMs', ...HOOKS] as const;
 
 /** Every option `retry()` accepts. */
 export const RETRY_OPTION_KEYS: readonly string[] = [...POLICY_KEYS, 'signal'];
@@ -452,6 +463,9 @@ export function checkCallOptions(owner: string, call: unknown): CallOptions | un
   const options = checkOptionsObject(owner, call);
   checkKnownKeys(owner, options, CALL_KEYS);
   if (options.signal !== undefined) checkSignal(owner, options.signal);
+  if (options.deadlineMs !== undefined) {
+    checkNumber(owner, 'deadlineMs', options.deadlineMs, { min: 0, minExclusive: true });
+  }
   for (const hook of HOOKS) checkFunction(owner, hook, options[hook]);
   return options as CallOptions;
 }

@@ -157,6 +157,7 @@ class Call<T> implements Deadline, AbortWatcher {
   prevDeadline: Deadline | undefined = undefined;
   listed = false;
   private readonly deadlines: DeadlineList;
+  private readonly deadlineMs: number;
   private phase = Phase.Attempt;
   private scope: AttemptScope<T> | undefined;
   private state: RetryState | undefined;
@@ -180,7 +181,8 @@ class Call<T> implements Deadline, AbortWatcher {
     this.promise = new Promise<T>(capture);
     this.resolve = capturedResolve as (value: T) => void;
     this.reject = capturedReject;
-    const deadlineMs = policy.deadlineMs;
+    const deadlineMs = call?.deadlineMs ?? policy.deadlineMs;
+    this.deadlineMs = deadlineMs;
     this.deadlines = deadlineList(policy.clock, deadlineMs);
     this.deadlines.add(this, startedAt + deadlineMs, startedAt);
     const signal = call?.signal;
@@ -194,6 +196,9 @@ class Call<T> implements Deadline, AbortWatcher {
     if (state === undefined) {
       state = startState(this.policy, this.startedAt);
       if (this.unrepeatable !== undefined) state = { ...state, unrepeatable: this.unrepeatable };
+      if (this.deadlineMs !== this.policy.deadlineMs) {
+        state = { ...state, deadlineMs: this.deadlineMs };
+      }
       this.state = state;
     }
     return state;
@@ -410,7 +415,7 @@ class Call<T> implements Deadline, AbortWatcher {
     let waitedMs = 0;
     if (phase === Phase.Attempt) {
       const scope = this.scope!;
-      const error = new DeadlineExceededError(this.policy.deadlineMs);
+      const error = new DeadlineExceededError(this.deadlineMs);
       scope.end(error);
       this.endAttempt(scope);
       this.failure = { error, isValue: false };

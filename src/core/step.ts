@@ -25,6 +25,8 @@ export interface RetryState {
   readonly previousDelayMs: number;
   /** Milliseconds waited so far. */
   readonly totalDelayMs: number;
+  /** The call's own deadline, when it is not the policy's `deadlineMs`. */
+  readonly deadlineMs?: number;
   /** How many 500s this call has retried. */
   readonly internalErrorRetries: number;
   /**
@@ -185,15 +187,16 @@ export function step(
   if (state.unrepeatable !== undefined) return giveUp(state.unrepeatable);
   if (state.attempt >= policy.maxAttempts) return giveUp('max-attempts');
   const elapsedMs = nowMs - state.startedAt;
+  const deadlineMs = state.deadlineMs ?? policy.deadlineMs;
   // Checked first: a timer that fires late must not make the deadline look like the server's.
-  if (elapsedMs >= policy.deadlineMs) return giveUp('deadline');
+  if (elapsedMs >= deadlineMs) return giveUp('deadline');
 
   let delayMs: number;
   let backoffIndex: number;
   let previousDelayMs: number;
   if (verdict.pushbackMs !== undefined) {
     // The server chose the wait: use it exactly, and start the backoff over after it.
-    if (elapsedMs + verdict.pushbackMs >= policy.deadlineMs) {
+    if (elapsedMs + verdict.pushbackMs >= deadlineMs) {
       return giveUp('pushback-beyond-deadline');
     }
     delayMs = verdict.pushbackMs;
@@ -217,7 +220,7 @@ export function step(
       policy.random,
     );
     const serverPauseMs = policy.honorRetryAfter ? (verdict.retryAfterMs ?? 0) : 0;
-    if (serverPauseMs > 0 && elapsedMs + serverPauseMs >= policy.deadlineMs) {
+    if (serverPauseMs > 0 && elapsedMs + serverPauseMs >= deadlineMs) {
       return giveUp('retry-after-beyond-deadline');
     }
     // The server's pause is added to the jittered wait, never max(wait, pause): clients that were
@@ -227,7 +230,7 @@ export function step(
     previousDelayMs = backoff;
   }
   // A retry must start before the deadline, with time left to run.
-  if (elapsedMs + delayMs >= policy.deadlineMs) return giveUp('deadline');
+  if (elapsedMs + delayMs >= deadlineMs) return giveUp('deadline');
   if (budget !== undefined && !budget.tryRetry(nowMs)) return giveUp('budget');
 
   return {
@@ -240,6 +243,7 @@ export function step(
       backoffIndex,
       previousDelayMs,
       totalDelayMs: state.totalDelayMs + delayMs,
+      ...(state.deadlineMs === undefined ? {} : { deadlineMs: state.deadlineMs }),
       internalErrorRetries: state.internalErrorRetries + (verdict.kind === 'internal' ? 1 : 0),
     },
   };
