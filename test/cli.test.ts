@@ -421,7 +421,12 @@ describe.concurrent('usage errors: one line naming the option, exit code 2', () 
   it('a value the model refuses is a usage error too', async () => {
     const layers = await cli(['sim', 'layers', '--layers', '20', '--attempts', '100']);
     expect(layers.code).toBe(2);
-    expect(layers.stderr).toMatch(/runLayers 20 layers of 100 attempts would make/);
+    expect(layers.stderr).toMatch(
+      /^stormproof sim layers: --layers 20 of --attempts 100 would make .* calls at the bottom, .*; give --layers 3 or fewer, or --attempts 1 or fewer, or --retry-at top\n$/,
+    );
+    expect(layers.stderr).not.toContain('runLayers');
+    const edge = await cli(['sim', 'layers', '--layers', '10', '--attempts', '4']);
+    expect(edge.stderr).toContain('give --layers 9 or fewer, or --attempts 3 or fewer');
   });
 
   it('no command prints the help on stderr', async () => {

@@ -107,6 +107,9 @@ class AutoClock implements Clock {
   t = 0;
   private readonly timers = new Set<Timer>();
 
+  /** `lateMs` > 0: each timer fires that much after it is due, as real timers do under load. */
+  constructor(private readonly lateMs = 0) {}
+
   now = (): number => this.t;
 
   sleep = (ms: number, signal?: AbortSignal): Promise<void> => {
@@ -163,7 +166,7 @@ class AutoClock implements Clock {
       let next: Timer | undefined;
       for (const timer of this.timers) if (next === undefined || timer.at < next.at) next = timer;
       if (next === undefined) continue; // nothing due: something is still running for real
-      this.t = Math.max(this.t, next.at);
+      this.t = Math.max(this.t, next.at + this.lateMs);
       next.fire();
     }
     throw new Error('AutoClock: the call did not settle');
@@ -383,14 +386,21 @@ describe('createFetch: options', () => {
           signal.addEventListener('abort', () => reject(signal.reason), { once: true });
         }),
     );
-    const hungClock = new AutoClock();
-    const error = await hungClock
-      .run(createFetch({ fetch: hung, clock: hungClock })(URL_))
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(Error);
-    expect(hungClock.t).toBeLessThanOrEqual(30_000);
-    expect(hung.mock.calls.length).toBeGreaterThanOrEqual(2);
-    expect(hungClock.pending).toBe(0);
+    for (const late of [0, 40]) {
+      const hungClock = new AutoClock(late);
+      const error = await hungClock
+        .run(createFetch({ fetch: hung, clock: hungClock })(URL_))
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(Error);
+      // Each attempt is cut at 15 s; the second one by the deadline. A late timer adds its delay
+      // to each cut, never another attempt's worth.
+      expect(hungClock.t, `late ${late}`).toBeLessThanOrEqual(30_000 + 2 * late);
+      expect(hungClock.t, `late ${late}`).toBeGreaterThanOrEqual(30_000);
+      expect(hung.mock.calls.length, `late ${late}`).toBe(2);
+      expect(getRetryReport(error)?.attempts, `late ${late}`).toBe(2);
+      expect(hungClock.pending).toBe(0);
+      hung.mockClear();
+    }
   });
 
   it('uses globalThis.fetch as it is at call time when no fetch is given', async () => {

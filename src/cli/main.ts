@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { checkStack, type StackReport } from '../sim/check.js';
+import { MAX_BOTTOM_CALLS } from '../sim/layers.js';
 import { type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
 import type { StormResult } from '../sim/storm.js';
 import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
@@ -153,6 +154,23 @@ function checkStormFlags(command: string, args: readonly string[], values: Value
   }
 }
 
+/**
+ * The layers model makes every call at the bottom one by one: `--attempts` to the power
+ * `--layers` must stay within its limit. Checked here, so the error names the flags.
+ */
+function checkLayersFlags(command: string, values: Values): void {
+  const layers = values.layers as number;
+  const attempts = values.attempts as number;
+  if (values.retryAt !== 'all' || attempts ** layers <= MAX_BOTTOM_CALLS) return;
+  const maxLayers = Math.floor(Math.log(MAX_BOTTOM_CALLS) / Math.log(attempts) + 1e-9);
+  let maxAttempts = Math.floor(MAX_BOTTOM_CALLS ** (1 / layers) + 1e-9);
+  while ((maxAttempts + 1) ** layers <= MAX_BOTTOM_CALLS) maxAttempts++;
+  while (maxAttempts ** layers > MAX_BOTTOM_CALLS) maxAttempts--;
+  throw new UsageError(
+    `${command}: --layers ${layers} of --attempts ${attempts} would make ${num(attempts ** layers)} calls at the bottom, and the model makes them one by one up to ${num(MAX_BOTTOM_CALLS)}; give --layers ${maxLayers} or fewer, or --attempts ${maxAttempts} or fewer, or --retry-at top`,
+  );
+}
+
 /** Runs jobs with a progress bar; returns their results. */
 async function runWithProgress(
   label: string,
@@ -203,6 +221,7 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
   }
   const values = parsed.values;
   if (name === 'storm') checkStormFlags(command, rest, values);
+  if (name === 'layers') checkLayersFlags(command, values);
   const plot = values.plot as string | undefined;
   const results = await runWithProgress(
     command,

@@ -6,8 +6,8 @@
  * `fetch`: it resolves with a Response for every HTTP status and rejects on a network error, as
  * fetch does. Between those, it retries what can pass (timeouts, dropped connections, 502, 503,
  * 504, 429 more slowly, a 500 once) and only when repeating is safe (RFC 9110 section 9.2.2),
- * with the engine's capped exponential backoff, full jitter, deadline, Retry-After and the retry
- * budget shared by every call of one `createFetch`.
+ * with the engine's capped exponential backoff, full jitter, deadline, Retry-After and one retry
+ * budget per origin. Defaults: 4 attempts, 15 s per attempt, 30 s per call.
  *
  * Runtime-agnostic: no `node:` imports and no Node globals, only the web platform (fetch,
  * Request, Headers, AbortSignal, crypto), so it runs unchanged in Node, browsers, Deno, Bun and
@@ -383,8 +383,8 @@ function isKeyConflict(context: RetryDecisionContext, keyed: WeakSet<object>): b
 
 /**
  * Makes a retrying `fetch`. Every option is checked here, once: a bad value throws a TypeError or
- * RangeError that names it. The policy, and its retry budget, are made once and shared by every
- * call of the returned function.
+ * RangeError that names it. The policy is made once and shared by every call of the returned
+ * function; each origin the calls reach gets its own retry budget (see `budget`).
  *
  * The returned function behaves as `fetch`: it resolves with the last Response whatever its
  * status, and rejects with the last network error (or timeout, or the caller's abort reason).

@@ -98,7 +98,7 @@ const OWNER = 'runLayers';
 const KNOWN_KEYS = ['layers', 'attempts', 'retryAt', 'baseDelayMs', 'jitter', 'seed'] as const;
 const RETRY_AT: readonly string[] = ['all', 'top', 'bottom'];
 /** The most calls at the bottom that the model will make one by one. */
-const MAX_BOTTOM_CALLS = 1_000_000;
+export const MAX_BOTTOM_CALLS = 1_000_000;
 
 /** Whether layer `k` (0 = top) retries. */
 function retries(retryAt: RetryAt, k: number, layers: number): boolean {
