@@ -9,7 +9,7 @@ import { createShedder, type Shedder, type ShedderOptions, saysDoNotRetry } from
 export type NodeMiddleware = ((
   req: IncomingMessage,
   res: ServerResponse,
-  next: (error?: unknown) => void,
+  next: (error?: Error) => void,
 ) => void) & { readonly shedder: Shedder };
 
 function engine(from: Shedder | ShedderOptions | undefined): Shedder {
@@ -68,7 +68,7 @@ export function nodeMiddleware(options?: Shedder | ShedderOptions): NodeMiddlewa
   const middleware = (
     req: IncomingMessage,
     res: ServerResponse,
-    next: (error?: unknown) => void,
+    next: (error?: Error) => void,
   ) => {
     const caller = {
       get aborted() {
@@ -83,7 +83,7 @@ export function nodeMiddleware(options?: Shedder | ShedderOptions): NodeMiddlewa
     admission: Awaited<ReturnType<Shedder['admit']>>,
     req: IncomingMessage,
     res: ServerResponse,
-    next: (error?: unknown) => void,
+    next: (error?: Error) => void,
   ) => {
     if (!admission.admitted) {
       if (res.headersSent || res.destroyed) return;
