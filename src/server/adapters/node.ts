@@ -65,11 +65,7 @@ function markDoNotRetry(res: ServerResponse): void {
  */
 export function nodeMiddleware(options?: Shedder | ShedderOptions): NodeMiddleware {
   const shedder = engine(options);
-  const middleware = (
-    req: IncomingMessage,
-    res: ServerResponse,
-    next: (error?: Error) => void,
-  ) => {
+  const middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void) => {
     const caller = {
       get aborted() {
         return req.socket.destroyed;
