@@ -198,6 +198,27 @@ describe('node middleware under 5x overload (node:http)', () => {
   });
 });
 
+describe('no leaks', () => {
+  it('a caller that hangs up mid-request frees its slot, and a handler that throws frees it too', async () => {
+    const { url, shed } = await nodeServer({ limit: 2, ramp: false }, 300);
+    const controller = new AbortController();
+    const pending = fetch(url, { signal: controller.signal }).catch(() => 'aborted');
+    await delay(50);
+    expect(shed.shedder.stats().inflight).toBe(1);
+    controller.abort();
+    expect(await pending).toBe('aborted');
+    await delay(400);
+    expect(shed.shedder.stats()).toMatchObject({ inflight: 0, queued: 0 });
+
+    const web = webMiddleware({ ramp: false });
+    const boom = new Error('handler failed');
+    await expect(web(new Request('http://127.0.0.1/'), () => Promise.reject(boom))).rejects.toBe(
+      boom,
+    );
+    expect(web.shedder.stats().inflight).toBe(0);
+  });
+});
+
 describe('reopening on a real server', () => {
   it('admits 20, 40, 60, 80 and 100% of traffic, step by step, after an outage', async () => {
     let down = true;
