@@ -143,7 +143,7 @@ process.stderr.write(
   'server: stormproof/server against under-pressure, overload-protection, none\n',
 );
 const server = serverSection(
-  await measureServer(smoke ? { ms: 300, overheadMs: 200, rounds: 1 } : {}),
+  await measureServer(smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {}),
 );
 
 const date = new Date().toISOString().slice(0, 10);

@@ -53,6 +53,11 @@ app.get('/work', async () => {
   return 'ok';
 });
 app.get('/fast', async () => 'ok');
+// The heap after a full collection (the process runs with --expose-gc), for the memory check.
+app.get('/heap', async () => {
+  globalThis.gc?.();
+  return String(process.memoryUsage().heapUsed);
+});
 
 await app.listen({ port: 0, host: '127.0.0.1' });
 process.stdout.write(`${app.server.address().port}\n`);

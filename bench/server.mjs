@@ -19,7 +19,7 @@ export const PROTECTIONS = [
 function startServer(protection) {
   const child = spawn(
     process.execPath,
-    [new URL('./server-target.mjs', import.meta.url).pathname, protection],
+    ['--expose-gc', new URL('./server-target.mjs', import.meta.url).pathname, protection],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   return new Promise((resolve, reject) => {
@@ -65,6 +65,23 @@ async function openLoop(url, rate, ms) {
   agent.destroy();
   // Answers keep coming after the last send: goodput counts over the whole time, until the last.
   return { results, seconds: (performance.now() - start) / 1000 };
+}
+
+/** Sends `count` requests, 16 in flight. */
+async function sendMany(url, count) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  let left = count;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (left-- > 0) await get(url, agent);
+    }),
+  );
+  agent.destroy();
+}
+
+async function heapOf(url) {
+  const res = await fetch(`${url}/heap`);
+  return Number(await res.text());
 }
 
 /** Closed loop with `workers` in flight: requests a second. */
@@ -115,7 +132,12 @@ function summarize({ results, seconds }) {
 }
 
 /** One measuring pass over every protection. */
-export async function measureServer({ ms = 3000, overheadMs = 1000, rounds = 7 } = {}) {
+export async function measureServer({
+  ms = 3000,
+  overheadMs = 1000,
+  rounds = 7,
+  memoryRequests = 100_000,
+} = {}) {
   const rows = {};
   for (const protection of PROTECTIONS) {
     const { url, stop } = await startServer(protection);
@@ -143,6 +165,13 @@ export async function measureServer({ ms = 3000, overheadMs = 1000, rounds = 7 }
     const median = (xs) => quantile(xs, 0.5);
     rows.none.fast = median(rates.none);
     rows.stormproof.fast = median(rates.stormproof);
+    // Memory: the heap after a warm-up tenth, then after all of `memoryRequests` more.
+    const { url } = servers.stormproof;
+    await sendMany(`${url}/fast`, memoryRequests / 10);
+    const before = await heapOf(url);
+    await sendMany(`${url}/fast`, memoryRequests);
+    rows.stormproof.heapGrowth = (await heapOf(url)) - before;
+    rows.stormproof.memoryRequests = memoryRequests;
   } finally {
     await Promise.all(Object.values(servers).map((s) => s.stop()));
   }
@@ -174,6 +203,7 @@ export function serverSection(rows) {
     `| goodput at 2x and 5x at least 90% of capacity | ${pct(s.x2.goodput)}, ${pct(s.x5.goodput)} | ${met(s.x2.goodput >= 0.9 && s.x5.goodput >= 0.9)} |`,
     `| admitted p99 at most 2x the bare server's unloaded p99 (${msOf(bareP99)}) | ${msOf(worstP99)} | ${met(worstP99 <= 2 * bareP99)} |`,
     `| throughput at low load at least 95% of the bare server's | ${pct(share)} (${s.fast.toFixed(0)} vs ${rows.none.fast.toFixed(0)} requests/s) | ${met(share >= 0.95)} |`,
+    `| heap flat over ${s.memoryRequests} requests (growth under 1 MB after a full GC) | ${(s.heapGrowth / 1024).toFixed(0)} KB | ${met(s.heapGrowth < 1 << 20)} |`,
   ];
   return `## Server under overload
 
@@ -187,6 +217,8 @@ ${lines.join('\n')}
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const smoke = process.argv.includes('--smoke');
-  const rows = await measureServer(smoke ? { ms: 300, overheadMs: 200, rounds: 1 } : {});
+  const rows = await measureServer(
+    smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {},
+  );
   process.stdout.write(serverSection(rows));
 }

@@ -42,7 +42,9 @@ describe('herd with server pushback', () => {
     let busiest = 0;
     runHerd({
       pushback: 'load-aware',
-      onSlot: (ms, served, failed) => ms > 0 && (busiest = Math.max(busiest, served + failed)),
+      onSlot: (ms, served, failed) => {
+        if (ms > 0) busiest = Math.max(busiest, served + failed);
+      },
     });
     // 25 per slot is the capacity; the first returning slot also gets the waits shorter than a slot.
     expect(busiest).toBeLessThanOrEqual(50);

@@ -459,7 +459,10 @@ describe('adaptive limits', () => {
     let t = 0;
     const run = (latency: number, inflight: number, windows: number) => {
       for (let w = 0; w < windows; w++) {
-        for (let i = 0; i < 10; i++) limit.sample((t += 10), latency, inflight, false);
+        for (let i = 0; i < 10; i++) {
+          t += 10;
+          limit.sample(t, latency, inflight, false);
+        }
       }
     };
     run(10, 20, 2);
