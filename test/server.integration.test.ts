@@ -198,6 +198,38 @@ describe('node middleware under 5x overload (node:http)', () => {
   });
 });
 
+describe('load-aware Retry-After on a real server', () => {
+  it('gives each rejected client its own slot, further ahead for each, sent three ways', async () => {
+    const { url } = await nodeServer(
+      {
+        limit: 1,
+        queue: false,
+        ramp: false,
+        retryAfter: { mode: 'load-aware', initialDrainPerSecond: 10 },
+      },
+      2000,
+    );
+    const busy = fetch(url);
+    await delay(50);
+    const waits: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = await fetch(url);
+      await r.text();
+      expect(r.status).toBe(503);
+      const ms = Number(r.headers.get('retry-after-ms'));
+      expect(r.headers.get(PUSHBACK_HEADER)).toBe(String(ms));
+      expect(r.headers.get('retry-after')).toBe(String(Math.ceil(ms / 1000)));
+      waits.push(ms);
+    }
+    // About 100 ms (1 / 10 per second) further ahead for each client told to come back (more as
+    // the measured drain rate falls: nothing finishes meanwhile).
+    expect(waits[0]).toBeLessThanOrEqual(101);
+    for (let i = 1; i < waits.length; i++) expect(waits[i]).toBeGreaterThan(waits[i - 1]!);
+    expect(waits[9]).toBeGreaterThanOrEqual(500);
+    await (await busy).text();
+  });
+});
+
 describe('no leaks', () => {
   it('a caller that hangs up mid-request frees its slot, and a handler that throws frees it too', async () => {
     const { url, shed } = await nodeServer({ limit: 2, ramp: false }, 300);
