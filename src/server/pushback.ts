@@ -2,7 +2,21 @@
 // together; so the values are spread, and in the load-aware mode each client gets its own slot
 // in the queue of clients already told to come back.
 
-/** The wait handed to rejected clients. */
+/**
+ * The wait handed to rejected clients (defaults filled by `createShedder`):
+ *
+ * - `{ mode: 'spread', minMs: 1000, maxMs: 5000 }`: uniform over [minMs, maxMs].
+ * - `{ mode: 'load-aware', capMs: 30_000, minMs: 0, drainWindowMs: 100, initialDrainPerSecond }`:
+ *   the k-th rejected client gets a slot about k / drain rate ahead (at least `minMs`), the
+ *   drain rate an exponential average of completions per second over `drainWindowMs` windows,
+ *   seeded by `initialDrainPerSecond` when given.
+ * - `{ mode: 'fixed', ms }`: one value for everyone (for comparison).
+ *
+ * @example
+ * ```ts
+ * createShedder({ retryAfter: { mode: 'load-aware', capMs: 10_000 } })
+ * ```
+ */
 export type RetryAfterOption =
   | { mode: 'spread'; minMs?: number | undefined; maxMs?: number | undefined }
   | {
@@ -78,10 +92,7 @@ export interface Pushback {
  *   drain rate is measured it spreads like `spread` over [minMs, capMs].
  * - `fixed`: one value for everyone (to compare with; it brings a herd back at once).
  */
-export function createPushback(
-  option: Required<RetryAfterOption> | RetryAfterOption,
-  random: () => number,
-): Pushback {
+export function createPushback(option: RetryAfterOption, random: () => number): Pushback {
   if (option.mode === 'fixed') {
     const ms = option.ms;
     return { next: () => ms, completed() {}, drainPerSecond: () => undefined };
