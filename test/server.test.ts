@@ -439,6 +439,14 @@ describe('gateway mode', () => {
     expect(s.stats().throttleProbability).toBe(0);
   });
 
+  it('does not count its own shedding against the downstream', () => {
+    const s = make(new ManualClock(), { gateway: true, limit: 1, queue: false });
+    const running = asTicket(s.admit(first));
+    for (let i = 0; i < 100; i++) expect((s.admit(first) as Rejection).reason).toBe('limit');
+    running.finish(200);
+    expect(s.stats().throttleProbability).toBe(0);
+  });
+
   it('reads a downstream "do not retry" and reports it', () => {
     const clock = new ManualClock();
     const s = make(clock, { gateway: true });

@@ -746,6 +746,8 @@ export function createShedder(options?: ShedderOptions): Shedder {
   };
 
   const ticket = (retry: boolean, startedAt: number): Ticket => {
+    // The throttle counts what goes downstream, not what this instance shed for itself.
+    throttle?.request(startedAt);
     inflight++;
     if (retry) inflightRetries++;
     admittedCount++;
@@ -888,8 +890,11 @@ export function createShedder(options?: ShedderOptions): Shedder {
       const nowMs = clock.now();
       if (throttle) {
         const p = throttle.rejectProbability(nowMs);
-        throttle.request(nowMs);
-        if (p > 0 && random() < p) return doNotRetry('throttle', isRetry(header));
+        if (p > 0 && random() < p) {
+          // Counted as a request that was not accepted, as the SRE book counts local rejections.
+          throttle.request(nowMs);
+          return doNotRetry('throttle', isRetry(header));
+        }
       }
       const retry = isRetry(header);
       if (ramp && ramp.share < 1 && random() >= ramp.share)
