@@ -71,6 +71,10 @@ describe('admission with a fixed limit', () => {
     const admitted = await waiting;
     expect(admitted.admitted).toBe(true);
     expect(s.stats()).toMatchObject({ inflight: 2, queued: 0, admitted: 3, limit: 2 });
+    // One completion in the first 100 ms window: 10 per second, once that window is over.
+    expect(s.stats().drainPerSecond).toBeUndefined();
+    await clock.advance(100);
+    expect(s.stats().drainPerSecond).toBe(10);
     expect(s.stats().shed['queue-full']).toBe(1);
   });
 

@@ -78,7 +78,7 @@ export interface Pushback {
   next(nowMs: number): number;
   /** A request finished: the drain rate hears of it. */
   completed(nowMs: number): void;
-  /** Completions per second as measured, when the mode measures it. */
+  /** Completions per second as measured, undefined before the first full window. */
   drainPerSecond(nowMs: number): number | undefined;
 }
 
@@ -93,17 +93,21 @@ export interface Pushback {
  * - `fixed`: one value for everyone (to compare with; it brings a herd back at once).
  */
 export function createPushback(option: RetryAfterOption, random: () => number): Pushback {
+  // Every mode measures the drain rate, for stats(); only the load-aware one uses it.
+  const drainOf = (d: DrainRate) => ({
+    completed: (nowMs: number) => d.record(nowMs),
+    drainPerSecond: (nowMs: number) => d.perSecond(nowMs),
+  });
   if (option.mode === 'fixed') {
     const ms = option.ms;
-    return { next: () => ms, completed() {}, drainPerSecond: () => undefined };
+    return { next: () => ms, ...drainOf(new DrainRate(100, undefined)) };
   }
   if (option.mode === 'spread') {
     const minMs = option.minMs ?? 1000;
     const maxMs = option.maxMs ?? 5000;
     return {
       next: () => minMs + (maxMs - minMs) * random(),
-      completed() {},
-      drainPerSecond: () => undefined,
+      ...drainOf(new DrainRate(100, undefined)),
     };
   }
   const capMs = option.capMs ?? 30_000;
@@ -123,9 +127,6 @@ export function createPushback(option: RetryAfterOption, random: () => number): 
       lastSlotMs = slot;
       return wait;
     },
-    completed(nowMs) {
-      drain.record(nowMs);
-    },
-    drainPerSecond: (nowMs) => drain.perSecond(nowMs),
+    ...drainOf(drain),
   };
 }

@@ -90,7 +90,7 @@ export interface ShedderStats {
   readonly queueDelayMs: number;
   /** Whether the queue is overloaded: not empty for a whole interval (LIFO, short waits). */
   readonly overloaded: boolean;
-  /** Completions per second as measured (load-aware Retry-After only). */
+  /** Completions per second: an exponential average over 100 ms windows (undefined at first). */
   readonly drainPerSecond: number | undefined;
   /**
    * The share of new requests the ramp admits, and its step (-1 at the floor, `steps.length`
