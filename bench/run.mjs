@@ -6,6 +6,7 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { herdSection } from './herd.mjs';
 import { herdVsPythonSection } from './herd-vs-python.mjs';
+import { measureServer, serverSection } from './server.mjs';
 
 const smoke = process.argv.includes('--smoke');
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -140,6 +141,13 @@ const herd = herdSection();
 const python = herdVsPythonSection({ smoke });
 if (!python.ok) process.exitCode = 1;
 
+process.stderr.write(
+  'server: stormproof/server against under-pressure, overload-protection, none\n',
+);
+const server = serverSection(
+  await measureServer(smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {}),
+);
+
 const date = new Date().toISOString().slice(0, 10);
 const report = `# Benchmarks
 
@@ -176,7 +184,8 @@ Interleaved rounds of 1.5 s each; the server answers a small JSON body with keep
 ${fetchLines.join('\n')}
 
 ${herd}
-${python.markdown}`;
+${python.markdown}
+${server}`;
 const target = fileURLToPath(
   new URL(smoke ? '../reports/benchmarks-smoke.md' : '../docs/benchmarks.md', import.meta.url),
 );

@@ -65,6 +65,14 @@ describe('package', () => {
     expect(node(code(`const g = require('stormproof/grpc')`), 'commonjs')).toBe(expected);
   });
 
+  it('exports stormproof/server through import and require()', () => {
+    const names = ['createShedder', 'webMiddleware', 'nodeMiddleware', 'isRetry'];
+    const code = `console.log(${JSON.stringify(names)}.map((k) => typeof s[k]).join());`;
+    const expected = names.map(() => 'function').join();
+    expect(node(`import * as s from 'stormproof/server'; ${code}`, 'module')).toBe(expected);
+    expect(node(`const s = require('stormproof/server'); ${code}`, 'commonjs')).toBe(expected);
+  });
+
   it('blocks internals', () => {
     const out = node(
       `import('stormproof/dist/core/step.js').then(() => console.log('open'), (e) => console.log(e.code));`,
@@ -87,7 +95,9 @@ describe('package', () => {
 });
 
 describe('the runtime-agnostic core', () => {
-  const agnostic = ['src/core', 'src/sim', 'src/fetch', 'src/index.ts'];
+  const agnostic = ['src/core', 'src/sim', 'src/fetch', 'src/server', 'src/index.ts'];
+  // The one file allowed to know Node: the server's node:http adapter (type imports only).
+  const nodeAdapter = join('src/server', 'adapters', 'node.ts');
   const files = agnostic
     .filter((p) => existsSync(join(root, p)))
     .flatMap((p) =>
@@ -96,7 +106,23 @@ describe('the runtime-agnostic core', () => {
         : readdirSync(join(root, p), { recursive: true, encoding: 'utf8' })
             .filter((f) => f.endsWith('.ts'))
             .map((f) => join(p, f)),
-    );
+    )
+    .filter((f) => f !== nodeAdapter);
+
+  it('covers the server engine and its web adapter', () => {
+    expect(files).toContain(join('src/server', 'shedder.ts'));
+    expect(files).toContain(join('src/server', 'adapters', 'web.ts'));
+  });
+
+  it("lets the server's node adapter import Node types only", () => {
+    const text = readFileSync(join(root, nodeAdapter), 'utf8');
+    const source = ts.createSourceFile(nodeAdapter, text, ts.ScriptTarget.Latest, true);
+    for (const statement of source.statements) {
+      if (!ts.isImportDeclaration(statement)) continue;
+      const spec = (statement.moduleSpecifier as ts.StringLiteral).text;
+      if (spec.startsWith('node:')) expect(statement.importClause?.isTypeOnly, spec).toBe(true);
+    }
+  });
 
   /** The modules a file imports, read by the TypeScript scanner (comments and strings ignored). */
   const importsOf = (file: string) =>

@@ -67,6 +67,7 @@ function herdOptions(values: Values, jitter = values.jitter): Record<string, unk
     capMs: values.capMs,
     seed: values.seed,
     jitter,
+    pushback: values.pushback,
   };
 }
 
@@ -143,6 +144,13 @@ const herd: Scenario = {
       default: 'full',
       help: 'how a wait is drawn below its ceiling',
     },
+    {
+      flag: 'pushback',
+      key: 'pushback',
+      kind: { type: 'enum', values: ['none', 'load-aware', 'spread', 'fixed'] },
+      default: 'none',
+      help: 'what stormproof/server tells each rejected call: load-aware or spread waits (obeyed exactly), or the same 2 s for all (fixed)',
+    },
   ],
   jobs(values, plot) {
     const jobs: Job[] = [{ runner: 'herd', options: herdOptions(values) }];
@@ -160,7 +168,7 @@ const herd: Scenario = {
   text([result], values) {
     const r = result as HerdResult;
     return [
-      `herd: ${num(values.clients as number)} clients failed together; the service answers ${num(values.perSlot as number)} calls per ${num(values.slotMs as number)} ms slot; backoff ${num(values.baseMs as number)} ms doubling to ${num(values.capMs as number)} ms, jitter ${values.jitter}, seed ${values.seed}`,
+      `herd: ${num(values.clients as number)} clients failed together; the service answers ${num(values.perSlot as number)} calls per ${num(values.slotMs as number)} ms slot; backoff ${num(values.baseMs as number)} ms doubling to ${num(values.capMs as number)} ms, jitter ${values.jitter}, seed ${values.seed}${values.pushback === 'none' ? '' : `, server pushback ${values.pushback}`}`,
       table([
         ['calls', num(r.calls)],
         ['busiest slot (after the first)', num(r.busiestSlot)],

@@ -5,11 +5,26 @@
 // the bookkeeping: an event queue keyed by slot instead of a scan of every client every slot,
 // which makes a million clients take seconds instead of hours.
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
+import { createPushback } from '../server/pushback.js';
 import { NumberHeap } from './number-heap.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
 /** How a failed client's wait is drawn from its backoff ceiling in the herd model. */
 export type HerdJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
+
+/**
+ * What the service tells each rejected call, in the herd model.
+ *
+ * - `'none'`: nothing (the original model: clients wait their own jittered backoff).
+ * - `'load-aware'`: stormproof/server's load-aware wait, sent with `stormproof-pushback-ms`: the
+ *   k-th rejected client gets a slot k / drain rate ahead; the client waits exactly that and
+ *   restarts its backoff.
+ * - `'spread'`: stormproof/server's default, a wait drawn uniformly from 1 s to 5 s, sent with
+ *   `stormproof-pushback-ms`: the client waits exactly that and restarts its backoff.
+ * - `'fixed'`: everyone is told the same 2 s (`Retry-After: 2`, no pushback header): the client
+ *   adds its own jittered backoff on top, as the retry loop does with Retry-After.
+ */
+export type HerdPushback = 'none' | 'load-aware' | 'spread' | 'fixed';
 
 /** The options of {@link runHerd}. Every field is optional; the defaults are the storm story's. */
 export interface HerdOptions {
@@ -103,6 +118,19 @@ export interface HerdOptions {
    */
   onProgress?: ((doneClients: number, totalClients: number) => void) | undefined;
   /**
+   * What the service tells each rejected call (see {@link HerdPushback}). The server's waits
+   * come from stormproof/server's own code (`createPushback`); its drain rate starts at the
+   * service's capacity (`perSlot` per `slotMs`), as a server that was serving at capacity before
+   * the failure would have measured, and then counts the calls served. Spread draws come from
+   * the model's one generator, one per rejected call, before the client's own draw.
+   * @default 'none'
+   * @example
+   * ```ts
+   * runHerd({ pushback: 'load-aware' }) // every client that misses the first slot calls about twice
+   * ```
+   */
+  pushback?: HerdPushback | undefined;
+  /**
    * Called once for every slot that had calls, in time order, with the slot's start in ms and how
    * many of its calls were served and failed: the herd's timeline, for a chart.
    * @default undefined
@@ -139,7 +167,11 @@ const KNOWN_KEYS = [
   'jitter',
   'onProgress',
   'onSlot',
+  'pushback',
 ] as const;
+const PUSHBACK_KINDS: readonly string[] = ['none', 'load-aware', 'spread', 'fixed'];
+/** The one Retry-After everyone gets with `pushback: 'fixed'`: the document's API said 2 s. */
+const FIXED_RETRY_AFTER_MS = 2000;
 const JITTER_KINDS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
 
 /**
@@ -318,6 +350,13 @@ function checkJitter(value: unknown): HerdJitter {
   );
 }
 
+function checkPushback(value: unknown): HerdPushback {
+  if (typeof value === 'string' && PUSHBACK_KINDS.includes(value)) return value as HerdPushback;
+  throw new TypeError(
+    `stormproof: ${OWNER} pushback must be one of ${PUSHBACK_KINDS.map((k) => `'${k}'`).join(', ')}, got ${show(value)}`,
+  );
+}
+
 function checkCallback<F>(name: string, value: unknown): F | undefined {
   if (value === undefined || typeof value === 'function') return value as F | undefined;
   throw new TypeError(`stormproof: ${OWNER} ${name} must be a function, got ${show(value)}`);
@@ -362,6 +401,7 @@ export function runHerd(options?: HerdOptions): HerdResult {
   const jitter = checkJitter(o.jitter ?? 'full');
   const onProgress = checkCallback<HerdOptions['onProgress']>('onProgress', o.onProgress);
   const onSlot = checkCallback<HerdOptions['onSlot']>('onSlot', o.onSlot);
+  const pushback = checkPushback(o.pushback ?? 'none');
 
   const base = baseMs / 1000;
   const cap = capMs / 1000;
@@ -382,6 +422,19 @@ export function runHerd(options?: HerdOptions): HerdResult {
   const queue = new SlotQueue();
   for (let c = 0; c < clients; c++) queue.push(0, c * TRIES_SPAN);
   const sorter = new BatchSorter(clients);
+  // The server's answer to a rejected call, from stormproof/server's own code.
+  const server =
+    pushback === 'none'
+      ? undefined
+      : createPushback(
+          pushback === 'load-aware'
+            ? { mode: 'load-aware', initialDrainPerSecond: (perSlot * 1000) / slotMs }
+            : pushback === 'spread'
+              ? { mode: 'spread' }
+              : { mode: 'fixed', ms: FIXED_RETRY_AFTER_MS },
+          () => rng.random(),
+        );
+  const exact = pushback === 'load-aware' || pushback === 'spread';
 
   const progressStep = Math.max(1, Math.floor(clients / 100));
   let nextProgress = progressStep;
@@ -405,9 +458,18 @@ export function runHerd(options?: HerdOptions): HerdResult {
     if (ms > 0 && count > busiest) busiest = count;
     onSlot?.(ms, Math.min(count, perSlot), Math.max(0, count - perSlot));
     const seconds = ms / 1000;
+    if (server !== undefined)
+      for (let i = Math.min(count, perSlot); i > 0; i--) server.completed(ms);
     for (let i = perSlot; i < count; i++) {
       const call = now[i]!;
       const tries = call - Math.floor(call / TRIES_SPAN) * TRIES_SPAN; // call % TRIES_SPAN, faster
+      // What the server said, as the client reads it: whole milliseconds (retry-after-ms).
+      const toldMs = server === undefined ? 0 : Math.ceil(server.next(ms));
+      if (exact) {
+        // stormproof-pushback-ms: wait exactly that, no jitter, and restart the backoff.
+        queue.push(slotOf(seconds + toldMs / 1000, slot, slotMs), call - tries);
+        continue;
+      }
       const ceiling = ceilingOf[tries]!;
       let wait: number;
       switch (jitter) {
@@ -430,6 +492,8 @@ export function runHerd(options?: HerdOptions): HerdResult {
           wait = ceiling * rng.uniform(0.8, 1.2);
           break;
       }
+      // A Retry-After is added to the jittered wait (the retry loop's rule).
+      if (toldMs > 0) wait += toldMs / 1000;
       queue.push(slotOf(seconds + wait, slot, slotMs), tries < saturated ? call + 1 : call);
     }
     done += Math.min(count, perSlot);

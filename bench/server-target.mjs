@@ -1,0 +1,65 @@
+// The server under test for the server benchmark, in its own process: Fastify with one kind of
+// protection in front of a handler whose capacity is known. Prints its port; exits with stdin.
+//
+// `/work`: 0.2 ms of CPU, then one of POOL "database connections" for HOLD_MS (a FIFO wait
+// when all are busy, as a connection pool does): capacity POOL / HOLD_MS = 400 requests/s.
+// `/fast`: answers at once (for the overhead at low load).
+import underPressure from '@fastify/under-pressure';
+import Fastify from 'fastify';
+import overloadProtection from 'overload-protection';
+import { nodeMiddleware } from '../dist/server/index.js';
+
+export const POOL = 4;
+export const HOLD_MS = 10;
+
+const protection = process.argv[2] ?? 'none';
+const app = Fastify();
+
+if (protection === 'stormproof') {
+  const shed = nodeMiddleware();
+  app.addHook('onRequest', (request, reply, done) => shed(request.raw, reply.raw, done));
+} else if (protection === 'stormproof-pool') {
+  const shed = nodeMiddleware({ limit: POOL });
+  app.addHook('onRequest', (request, reply, done) => shed(request.raw, reply.raw, done));
+} else if (protection === 'under-pressure') {
+  // Every check is off by default; event-loop delay and utilisation as its README shows them.
+  await app.register(underPressure, { maxEventLoopDelay: 100, maxEventLoopUtilization: 0.98 });
+} else if (protection === 'overload-protection') {
+  const protect = overloadProtection('http', { production: true });
+  app.addHook('onRequest', (request, reply, done) => protect(request.raw, reply.raw, done));
+} else if (protection !== 'none') {
+  throw new Error(`unknown protection ${protection}`);
+}
+
+let free = POOL;
+const waiting = [];
+const acquire = () => {
+  if (free === 0) return new Promise((resolve) => waiting.push(resolve));
+  free--;
+  return Promise.resolve();
+};
+const release = () => {
+  const next = waiting.shift();
+  if (next) next();
+  else free++;
+};
+
+app.get('/work', async () => {
+  const spinUntil = performance.now() + 0.2;
+  while (performance.now() < spinUntil);
+  await acquire();
+  await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+  release();
+  return 'ok';
+});
+app.get('/fast', async () => 'ok');
+// The heap after a full collection (the process runs with --expose-gc), for the memory check.
+app.get('/heap', async () => {
+  globalThis.gc?.();
+  return String(process.memoryUsage().heapUsed);
+});
+
+await app.listen({ port: 0, host: '127.0.0.1' });
+process.stdout.write(`${app.server.address().port}\n`);
+process.stdin.on('end', () => app.close().then(() => process.exit(0)));
+process.stdin.resume();

@@ -1,0 +1,224 @@
+// stormproof/server against @fastify/under-pressure, overload-protection and no protection, on
+// a loopback server in its own process (bench/server-target.mjs, capacity 400 requests/s).
+// Open-loop load at 2x and 5x that capacity; clients give up after 1 s. Only 127.0.0.1; every
+// run bounded in count and time.
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
+
+const CAPACITY = 400; // POOL / HOLD_MS in server-target.mjs
+const CLIENT_TIMEOUT_MS = 1000;
+export const PROTECTIONS = [
+  'none',
+  'stormproof',
+  'stormproof-pool',
+  'under-pressure',
+  'overload-protection',
+];
+
+function startServer(protection) {
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', new URL('./server-target.mjs', import.meta.url).pathname, protection],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout.once('data', (chunk) =>
+      resolve({
+        url: `http://127.0.0.1:${String(chunk).trim()}`,
+        stop: () =>
+          new Promise((done) => {
+            child.once('exit', done);
+            child.stdin.end();
+          }),
+      }),
+    );
+  });
+}
+
+function get(url, agent) {
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const req = http.get(url, { agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - t0 }));
+      res.on('error', () => resolve({ status: 0, ms: performance.now() - t0 }));
+    });
+    req.setTimeout(CLIENT_TIMEOUT_MS, () => req.destroy());
+    req.on('error', () => resolve({ status: 0, ms: performance.now() - t0 }));
+  });
+}
+
+/** `rate` requests a second for `ms`, open loop; every answer (or give-up) collected. */
+async function openLoop(url, rate, ms) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 4096 });
+  const pending = [];
+  const start = performance.now();
+  let sent = 0;
+  while (performance.now() - start < ms) {
+    const due = Math.floor(((performance.now() - start) * rate) / 1000);
+    for (; sent < due; sent++) pending.push(get(url, agent));
+    await delay(1);
+  }
+  const results = await Promise.all(pending);
+  agent.destroy();
+  // Answers keep coming after the last send: goodput counts over the whole time, until the last.
+  return { results, seconds: (performance.now() - start) / 1000 };
+}
+
+/** Sends `count` requests, 16 in flight. */
+async function sendMany(url, count) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  let left = count;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (left-- > 0) await get(url, agent);
+    }),
+  );
+  agent.destroy();
+}
+
+async function heapOf(url) {
+  const res = await fetch(`${url}/heap`);
+  return Number(await res.text());
+}
+
+/** Closed loop with `workers` in flight: requests a second. */
+async function closedLoop(url, workers, ms) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: workers });
+  let done = 0;
+  const end = performance.now() + ms;
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      while (performance.now() < end) {
+        const r = await get(url, agent);
+        if (r.status !== 200) throw new Error(`unexpected status ${r.status}`);
+        done++;
+      }
+    }),
+  );
+  agent.destroy();
+  return (done * 1000) / (performance.now() - start);
+}
+
+const quantile = (xs, q) => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))];
+};
+
+function summarize({ results, seconds }) {
+  const ok = results.filter((r) => r.status === 200 && r.ms <= CLIENT_TIMEOUT_MS);
+  const rejected = results.filter((r) => r.status === 503 || r.status === 429);
+  return {
+    goodput: ok.length / seconds / CAPACITY,
+    admittedP99: quantile(
+      ok.map((r) => r.ms),
+      0.99,
+    ),
+    rejectP50: quantile(
+      rejected.map((r) => r.ms),
+      0.5,
+    ),
+    rejectP99: quantile(
+      rejected.map((r) => r.ms),
+      0.99,
+    ),
+    rejected: rejected.length / results.length,
+    gaveUp: results.filter((r) => r.status === 0).length / results.length,
+  };
+}
+
+/** One measuring pass over every protection. */
+export async function measureServer({
+  ms = 3000,
+  overheadMs = 1000,
+  rounds = 7,
+  memoryRequests = 100_000,
+} = {}) {
+  const rows = {};
+  for (const protection of PROTECTIONS) {
+    const { url, stop } = await startServer(protection);
+    try {
+      await openLoop(`${url}/work`, CAPACITY / 2, Math.min(ms, 500)); // warm-up
+      const unloaded = summarize(await openLoop(`${url}/work`, CAPACITY / 2, ms));
+      const x2 = summarize(await openLoop(`${url}/work`, CAPACITY * 2, ms));
+      await delay(1500); // let the server drain before the next load
+      const x5 = summarize(await openLoop(`${url}/work`, CAPACITY * 5, ms));
+      rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, seconds: ms / 1000 };
+    } finally {
+      await stop();
+    }
+  }
+  // Overhead at low load: the bare server and stormproof's, up at once, in interleaved rounds.
+  const servers = { none: await startServer('none'), stormproof: await startServer('stormproof') };
+  try {
+    const rates = { none: [], stormproof: [] };
+    for (let round = 0; round < rounds; round++) {
+      const order = round % 2 ? ['stormproof', 'none'] : ['none', 'stormproof'];
+      for (const name of order) {
+        rates[name].push(await closedLoop(`${servers[name].url}/fast`, 16, overheadMs));
+      }
+    }
+    const median = (xs) => quantile(xs, 0.5);
+    rows.none.fast = median(rates.none);
+    rows.stormproof.fast = median(rates.stormproof);
+    // Memory: the heap after a warm-up tenth, then after all of `memoryRequests` more.
+    const { url } = servers.stormproof;
+    await sendMany(`${url}/fast`, memoryRequests / 10);
+    const before = await heapOf(url);
+    await sendMany(`${url}/fast`, memoryRequests);
+    rows.stormproof.heapGrowth = (await heapOf(url)) - before;
+    rows.stormproof.memoryRequests = memoryRequests;
+  } finally {
+    await Promise.all(Object.values(servers).map((s) => s.stop()));
+  }
+  return rows;
+}
+
+const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
+const msOf = (x) => (Number.isFinite(x) ? `${x.toFixed(1)} ms` : 'n/a');
+
+/** The "Server under overload" section of docs/benchmarks.md, in markdown. */
+export function serverSection(rows) {
+  const bareP99 = rows.none.unloadedP99;
+  const lines = [
+    '| protection | goodput 2x | goodput 5x | admitted p99 2x | admitted p99 5x | rejection p50 / p99 (5x) | gave up 5x |',
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const [name, r] of Object.entries(rows)) {
+    lines.push(
+      `| ${name} | ${pct(r.x2.goodput)} | ${pct(r.x5.goodput)} | ${msOf(r.x2.admittedP99)} | ${msOf(r.x5.admittedP99)} | ${msOf(r.x5.rejectP50)} / ${msOf(r.x5.rejectP99)} | ${pct(r.x5.gaveUp)} |`,
+    );
+  }
+  const s = rows.stormproof;
+  const share = s.fast / rows.none.fast;
+  const worstP99 = Math.max(s.x2.admittedP99, s.x5.admittedP99);
+  const met = (ok) => (ok ? 'yes' : 'no');
+  const targets = [
+    '| target (stormproof/server, defaults) | measured | met? |',
+    '|---|---|---|',
+    `| goodput at 2x and 5x at least 90% of capacity | ${pct(s.x2.goodput)}, ${pct(s.x5.goodput)} | ${met(s.x2.goodput >= 0.9 && s.x5.goodput >= 0.9)} |`,
+    `| admitted p99 at most 2x the bare server's unloaded p99 (${msOf(bareP99)}) | ${msOf(worstP99)} | ${met(worstP99 <= 2 * bareP99)} |`,
+    `| throughput at low load at least 95% of the bare server's | ${pct(share)} (${s.fast.toFixed(0)} vs ${rows.none.fast.toFixed(0)} requests/s) | ${met(share >= 0.95)} |`,
+    `| heap flat over ${s.memoryRequests} requests (growth under 1 MB after a full GC) | ${(s.heapGrowth / 1024).toFixed(0)} KB | ${met(s.heapGrowth < 1 << 20)} |`,
+  ];
+  return `## Server under overload
+
+\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) whose handler spends 0.2 ms of CPU and then holds one of 4 "database connections" for 10 ms, so its capacity is 400 requests/s; one protection in front of it. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${rows.none.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit: 4\`, the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine: rejection times include its own queueing.
+
+${targets.join('\n')}
+
+${lines.join('\n')}
+`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const smoke = process.argv.includes('--smoke');
+  const rows = await measureServer(
+    smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {},
+  );
+  process.stdout.write(serverSection(rows));
+}

@@ -1,0 +1,41 @@
+/**
+ * stormproof/server: shed load cheaply, tell each client when to come back, reopen in steps,
+ * retry at one layer. One runtime-agnostic engine (`createShedder`) behind two thin adapters:
+ * `webMiddleware` (Request/Response) and `nodeMiddleware` (node:http, Express, Connect).
+ *
+ * @module
+ */
+
+export { OVERLOADED_HEADER } from '../core/classify.js';
+export { type NodeMiddleware, nodeHeaderReader, nodeMiddleware } from './adapters/node.js';
+export { type WebMiddleware, webMiddleware } from './adapters/web.js';
+export type { AimdOptions, Gradient2Options, LimitOption } from './limits.js';
+export type { RetryAfterOption } from './pushback.js';
+export type { RampEvent, RampReason } from './ramp.js';
+export {
+  ATTEMPT_HEADER,
+  CRITICALITY_LEVELS,
+  type Criticality,
+  type HeaderReader,
+  isRetry,
+  PUSHBACK_HEADER,
+} from './request-info.js';
+export {
+  type Admission,
+  type AnswerKind,
+  type CallerState,
+  createShedder,
+  type GatewayOptions,
+  type LimitEvent,
+  type QueueOptions,
+  type RampOptions,
+  type Rejection,
+  type Shedder,
+  type ShedderHooks,
+  type ShedderOptions,
+  type ShedderStats,
+  type ShedEvent,
+  type ShedReason,
+  saysDoNotRetry,
+  type Ticket,
+} from './shedder.js';
