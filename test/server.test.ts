@@ -118,8 +118,8 @@ describe('the CoDel queue', () => {
     ['a clock that fires late', 37],
   ] as const) {
     it(`rejects a request that waited past the interval, on ${name}`, async () => {
-      const clock = lateMs === 0 ? new ManualClock() : new LateClock(lateMs);
       const clock = new ManualClock({ lateMs });
+      const s = make(clock, { limit: 1 });
       const t = asTicket(s.admit(first));
       const waiting = s.admit(first) as Promise<Admission>;
       let answer: Admission | undefined;
