@@ -47,3 +47,14 @@ export {
   readRetryAfterMs,
 } from './core/retry-after.js';
 export { type Decision, type Outcome, type RetryState, startState, step } from './core/step.js';
+export {
+  type DailyOptions,
+  daily,
+  type EveryOptions,
+  every,
+  spreadOf,
+  type TimerKey,
+  type TimerOptions,
+  type TimerRun,
+  type TimerSkip,
+} from './core/timers/index.js';
