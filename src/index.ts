@@ -7,6 +7,21 @@
  * @module
  */
 export { backoffCeiling, type Jitter, jitteredDelay, type ResolvedJitter } from './core/backoff.js';
+export {
+  type BreakerAdmission,
+  type BreakerAdmitted,
+  BreakerOpenError,
+  type BreakerOptions,
+  type BreakerOutcome,
+  BreakerRegistry,
+  type BreakerRegistryOptions,
+  type BreakerRejected,
+  type BreakerSnapshot,
+  type BreakerState,
+  type BreakerTransition,
+  CircuitBreaker,
+  isBreakerOpenError,
+} from './core/breaker/index.js';
 export type { Budget } from './core/budgets/budget.js';
 export {
   RatioBudget,

@@ -1,0 +1,284 @@
+// One circuit breaker: a synchronous state machine on the injected clock. `admit` decides from
+// local state alone and `record` updates it, so a closed breaker adds no await to a call.
+import { checkKnownKeys, checkOptionsObject, show } from '../validate.js';
+import {
+  BREAKER_KEYS,
+  type BreakerOptions,
+  type BreakerState,
+  type ResolvedBreakerOptions,
+  resolveBreakerOptions,
+} from './options.js';
+import { SlidingWindow } from './window.js';
+
+/** A call let through: as an ordinary call, or as one of a half-open breaker's probes. */
+export interface BreakerAdmitted {
+  readonly admitted: true;
+  readonly probe: boolean;
+}
+
+/** A call refused: fail it at once with a `BreakerOpenError(key, retryAfterMs)`. */
+export interface BreakerRejected {
+  readonly admitted: false;
+  /** Ms until the next probe may go; `undefined` while isolated by hand. */
+  readonly retryAfterMs: number | undefined;
+}
+
+/** What {@link CircuitBreaker.admit} decided. */
+export type BreakerAdmission = BreakerAdmitted | BreakerRejected;
+
+/**
+ * How an admitted call ended: `'success'`, `'failure'` (a failure the breaker should count:
+ * the service is down or overloaded), or `'ignored'` (neither: the caller aborted, a 404...).
+ * An ignored probe frees its slot without deciding anything.
+ */
+export type BreakerOutcome = 'success' | 'failure' | 'ignored';
+
+/** A breaker's state as JSON, to carry it over a restart (`toJSON` and `restore`). */
+export interface BreakerSnapshot {
+  readonly key: string;
+  readonly state: BreakerState;
+  /** Failed probes since the breaker last closed: the open period's ceiling doubles with each. */
+  readonly level: number;
+  /** Consecutive failures counted while closed. */
+  readonly failures: number;
+  /** When (epoch ms) an open breaker lets its next probe go; null unless open. */
+  readonly probeAt: number | null;
+}
+
+export const ADMITTED: BreakerAdmitted = Object.freeze({ admitted: true, probe: false });
+export const PROBE: BreakerAdmitted = Object.freeze({ admitted: true, probe: true });
+const ISOLATED: BreakerRejected = Object.freeze({ admitted: false, retryAfterMs: undefined });
+const STATES: readonly BreakerState[] = ['closed', 'open', 'half-open', 'isolated'];
+
+/**
+ * A circuit breaker for one key (an origin, a route, a method). Closed, it counts failures:
+ * `consecutiveFailures` in a row (default 5), or a `failureRatio` over a sliding window with a
+ * minimum volume. Open, it refuses every call until its open period ends; the period is drawn
+ * with equal jitter and its ceiling doubles from `openMs` (5 s) to `maxOpenMs` (300 s) after each
+ * failed probe, so a fleet that opened together does not probe together. Half-open, it lets
+ * `probes` calls through at once (default 1) and closes after `successesToClose` successes
+ * (default 1); a probe failure opens it again.
+ *
+ * `admit()` and `record()` are synchronous and read only local state: wrap a call as
+ * `const a = b.admit(); if (!a.admitted) throw new BreakerOpenError(b.key, a.retryAfterMs);`
+ * then `b.record(a, outcome)` when it ends.
+ *
+ * @example
+ * ```ts
+ * const breaker = new CircuitBreaker('api.example.com');
+ * const admission = breaker.admit();
+ * if (!admission.admitted) throw new BreakerOpenError(breaker.key, admission.retryAfterMs);
+ * try {
+ *   const res = await fetch(url);
+ *   breaker.record(admission, res.status >= 500 ? 'failure' : 'success');
+ * } catch (error) {
+ *   breaker.record(admission, 'failure');
+ *   throw error;
+ * }
+ * ```
+ */
+export class CircuitBreaker {
+  /** The key this breaker guards. */
+  readonly key: string;
+  readonly #o: ResolvedBreakerOptions;
+  #state: BreakerState = 'closed';
+  #level = 0;
+  #failures = 0;
+  readonly #window: SlidingWindow | undefined;
+  /** Open: when the next probe may go. Half-open: when the probes out lose their slots. */
+  #until = 0;
+  #probesOut = 0;
+  #successes = 0;
+
+  /** Throws a TypeError or RangeError naming the option and value when an option is bad. */
+  constructor(key: string, options?: BreakerOptions | ResolvedBreakerOptions) {
+    if (typeof key !== 'string') {
+      throw new TypeError(`stormproof: CircuitBreaker key must be a string, got ${show(key)}`);
+    }
+    this.key = key;
+    this.#o = isResolved(options) ? options : resolve('CircuitBreaker', options);
+    this.#window =
+      this.#o.failureRatio === undefined ? undefined : new SlidingWindow(this.#o.windowMs);
+  }
+
+  /** The current state; an open breaker whose period has ended reads as `'half-open'`. */
+  get state(): BreakerState {
+    if (this.#state === 'open' && this.#o.clock.now() >= this.#until) return 'half-open';
+    return this.#state;
+  }
+
+  /** Decides, from local state alone, whether a call may go now. */
+  admit(): BreakerAdmission {
+    switch (this.#state) {
+      case 'closed':
+        return ADMITTED;
+      case 'isolated':
+        return ISOLATED;
+      case 'open': {
+        const now = this.#o.clock.now();
+        if (now < this.#until)
+          return { admitted: false, retryAfterMs: Math.ceil(this.#until - now) };
+        this.#move('half-open');
+        this.#probesOut = 0;
+        this.#successes = 0;
+        return this.#probe(now);
+      }
+      case 'half-open':
+        return this.#probe(this.#o.clock.now());
+    }
+  }
+
+  /** Records how an admitted call ended. A refused admission is ignored. */
+  record(admission: BreakerAdmission, outcome: BreakerOutcome): void {
+    if (!admission.admitted) return;
+    if (admission.probe) {
+      if (this.#state !== 'half-open') return; // reset or isolated while the probe was out
+      this.#probesOut = Math.max(0, this.#probesOut - 1);
+      if (outcome === 'failure') this.#open(this.#level + 1);
+      else if (outcome === 'success' && ++this.#successes >= this.#o.successesToClose)
+        this.#close();
+      return;
+    }
+    // Calls admitted while closed that end after the breaker opened change nothing.
+    if (this.#state !== 'closed' || outcome === 'ignored') return;
+    const failed = outcome === 'failure';
+    const window = this.#window;
+    if (window === undefined) {
+      this.#failures = failed ? this.#failures + 1 : 0;
+      if (this.#failures >= this.#o.consecutiveFailures) this.#open(0);
+      return;
+    }
+    window.add(this.#o.clock.now(), failed);
+    if (
+      failed &&
+      window.calls >= this.#o.minimumCalls &&
+      window.failures >= this.#o.failureRatio! * window.calls
+    ) {
+      this.#open(0);
+    }
+  }
+
+  /** Opens the breaker by hand until {@link reset}: every call is refused, no probe goes. */
+  isolate(): void {
+    this.#move('isolated');
+  }
+
+  /** Closes the breaker by hand and forgets its failures and backoff. */
+  reset(): void {
+    this.#close();
+  }
+
+  /** The state as JSON, with wall-clock times, for {@link restore} in another process. */
+  toJSON(): BreakerSnapshot {
+    const state = this.#state === 'half-open' ? 'open' : this.#state;
+    const probeAt =
+      state === 'open'
+        ? this.#o.wallClock() + Math.max(0, this.#until - this.#o.clock.now())
+        : null;
+    return { key: this.key, state, level: this.#level, failures: this.#failures, probeAt };
+  }
+
+  /**
+   * Takes the state of a snapshot of this key. A half-open snapshot comes back open with its
+   * probe due at once, so no probe is lost or doubled over a restart.
+   * @throws TypeError naming the field at fault.
+   */
+  restore(snapshot: BreakerSnapshot): void {
+    const s = checkSnapshot(snapshot);
+    if (s.key !== this.key) {
+      throw new TypeError(
+        `stormproof: snapshot key ${show(s.key)} does not match breaker ${show(this.key)}`,
+      );
+    }
+    this.#level = s.level;
+    this.#failures = s.failures;
+    this.#probesOut = 0;
+    this.#successes = 0;
+    this.#window?.clear();
+    if (s.state === 'open' || s.state === 'half-open') {
+      const left = s.probeAt === null ? 0 : Math.max(0, s.probeAt - this.#o.wallClock());
+      this.#until = this.#o.clock.now() + left;
+      this.#move('open');
+    } else {
+      this.#move(s.state);
+    }
+  }
+
+  #probe(now: number): BreakerAdmission {
+    if (this.#probesOut > 0 && now >= this.#until) this.#probesOut = 0; // lost probes: free them
+    if (this.#probesOut >= this.#o.probes) {
+      return { admitted: false, retryAfterMs: Math.ceil(this.#until - now) };
+    }
+    // A probe that never reports keeps its slot for one open ceiling at most.
+    if (this.#probesOut++ === 0) this.#until = now + this.#ceiling(this.#level);
+    return PROBE;
+  }
+
+  #ceiling(level: number): number {
+    return Math.min(this.#o.maxOpenMs, this.#o.openMs * 2 ** level);
+  }
+
+  #open(level: number): void {
+    this.#level = level;
+    const ceiling = this.#ceiling(level);
+    this.#until = this.#o.clock.now() + ceiling / 2 + this.#o.random() * (ceiling / 2);
+    this.#failures = 0;
+    this.#move('open');
+  }
+
+  #close(): void {
+    this.#level = 0;
+    this.#failures = 0;
+    this.#probesOut = 0;
+    this.#successes = 0;
+    this.#window?.clear();
+    this.#move('closed');
+  }
+
+  #move(to: BreakerState): void {
+    const from = this.#state;
+    this.#state = to;
+    if (from === to || this.#o.onStateChange === undefined) return;
+    try {
+      this.#o.onStateChange({ key: this.key, from, to });
+    } catch {
+      // A hook that throws must not break the call that tripped the breaker.
+    }
+  }
+}
+
+function isResolved(
+  options: BreakerOptions | ResolvedBreakerOptions | undefined,
+): options is ResolvedBreakerOptions {
+  return options !== undefined && options !== null && RESOLVED.has(options);
+}
+
+// Options objects made by `resolve`, so a registry can hand its breakers filled options.
+const RESOLVED = new WeakSet<object>();
+
+/** Checks and fills breaker options once; the result can be shared by many breakers. */
+export function resolve(
+  owner: string,
+  options: unknown,
+  extra: readonly string[] = [],
+): ResolvedBreakerOptions {
+  const o = checkOptionsObject(owner, options);
+  checkKnownKeys(owner, o, [...BREAKER_KEYS, ...extra]);
+  const resolved = Object.freeze(resolveBreakerOptions(owner, o));
+  RESOLVED.add(resolved);
+  return resolved;
+}
+
+function checkSnapshot(s: unknown): BreakerSnapshot {
+  const bad = (field: string, value: unknown) =>
+    new TypeError(`stormproof: breaker snapshot ${field} is invalid, got ${show(value)}`);
+  if (s === null || typeof s !== 'object') throw bad('', s);
+  const r = s as Record<string, unknown>;
+  if (typeof r.key !== 'string') throw bad('key', r.key);
+  if (!STATES.includes(r.state as BreakerState)) throw bad('state', r.state);
+  for (const f of ['level', 'failures'] as const) {
+    if (!Number.isSafeInteger(r[f]) || (r[f] as number) < 0) throw bad(f, r[f]);
+  }
+  if (r.probeAt !== null && !Number.isFinite(r.probeAt)) throw bad('probeAt', r.probeAt);
+  return r as unknown as BreakerSnapshot;
+}
