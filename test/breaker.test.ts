@@ -10,10 +10,8 @@ import {
   isBreakerOpenError,
 } from '../src/index.js';
 
-function virtual(start = 1000) {
-  const clock = { t: start, now: () => clock.t, sleep: async () => {} } satisfies Clock & {
-    t: number;
-  };
+function virtual(start = 1000): Clock & { t: number } {
+  const clock: Clock & { t: number } = { t: start, now: () => clock.t, sleep: async () => {} };
   return clock;
 }
 
