@@ -4,8 +4,8 @@ import { checkKnownKeys, checkOptionsObject, show } from '../validate.js';
 import {
   BREAKER_KEYS,
   type BreakerOptions,
+  type BreakerSettings,
   type BreakerState,
-  type ResolvedBreakerOptions,
   resolveBreakerOptions,
 } from './options.js';
 import { SlidingWindow } from './window.js';
@@ -80,7 +80,7 @@ const STATES: readonly BreakerState[] = ['closed', 'open', 'half-open', 'isolate
 export class CircuitBreaker {
   /** The key this breaker guards. */
   readonly key: string;
-  readonly #o: ResolvedBreakerOptions;
+  readonly #o: BreakerSettings;
   #state: BreakerState = 'closed';
   #level = 0;
   #failures = 0;
@@ -91,7 +91,7 @@ export class CircuitBreaker {
   #successes = 0;
 
   /** Throws a TypeError or RangeError naming the option and value when an option is bad. */
-  constructor(key: string, options?: BreakerOptions | ResolvedBreakerOptions) {
+  constructor(key: string, options?: BreakerOptions | BreakerSettings) {
     if (typeof key !== 'string') {
       throw new TypeError(`stormproof: CircuitBreaker key must be a string, got ${show(key)}`);
     }
@@ -248,8 +248,8 @@ export class CircuitBreaker {
 }
 
 function isResolved(
-  options: BreakerOptions | ResolvedBreakerOptions | undefined,
-): options is ResolvedBreakerOptions {
+  options: BreakerOptions | BreakerSettings | undefined,
+): options is BreakerSettings {
   return options !== undefined && options !== null && RESOLVED.has(options);
 }
 
@@ -261,7 +261,7 @@ export function resolve(
   owner: string,
   options: unknown,
   extra: readonly string[] = [],
-): ResolvedBreakerOptions {
+): BreakerSettings {
   const o = checkOptionsObject(owner, options);
   checkKnownKeys(owner, o, [...BREAKER_KEYS, ...extra]);
   const resolved = Object.freeze(resolveBreakerOptions(owner, o));

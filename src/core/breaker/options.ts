@@ -135,7 +135,7 @@ export interface BreakerOptions {
 }
 
 /** A breaker's options with every default filled in. */
-export interface ResolvedBreakerOptions {
+export interface BreakerSettings {
   readonly consecutiveFailures: number;
   readonly failureRatio: number | undefined;
   readonly windowMs: number;
@@ -176,10 +176,7 @@ function fn<T>(owner: string, name: string, value: unknown): T {
 }
 
 /** Checks the options once; every message names the option and the value at fault. */
-export function resolveBreakerOptions(
-  owner: string,
-  o: Record<string, unknown>,
-): ResolvedBreakerOptions {
+export function resolveBreakerOptions(owner: string, o: Record<string, unknown>): BreakerSettings {
   const int = { min: 1, max: 1_000_000, integer: true };
   const ms = { min: 1, max: 86_400_000 };
   const openMs = checkNumber(owner, 'openMs', given(o, 'openMs', 5_000), ms);

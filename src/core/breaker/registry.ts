@@ -2,7 +2,7 @@
 // breaker, in a map of bounded size: the least recently used breaker goes first.
 import { checkNumber, show } from '../validate.js';
 import { type BreakerSnapshot, CircuitBreaker, resolve } from './breaker.js';
-import type { BreakerOptions, ResolvedBreakerOptions } from './options.js';
+import type { BreakerOptions, BreakerSettings } from './options.js';
 
 /** The options of a {@link BreakerRegistry}: every breaker's options, plus its size. */
 export interface BreakerRegistryOptions extends BreakerOptions {
@@ -29,7 +29,7 @@ export interface BreakerRegistryOptions extends BreakerOptions {
  * ```
  */
 export class BreakerRegistry {
-  readonly #options: ResolvedBreakerOptions;
+  readonly #options: BreakerSettings;
   readonly #maxKeys: number;
   readonly #breakers = new Map<string, CircuitBreaker>();
 
