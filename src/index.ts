@@ -16,11 +16,16 @@ export {
   BreakerRegistry,
   type BreakerRegistryOptions,
   type BreakerRejected,
+  type BreakerReport,
+  type BreakerRules,
   type BreakerSnapshot,
   type BreakerState,
+  type BreakerStore,
+  type BreakerStoreEvent,
   type BreakerTransition,
   CircuitBreaker,
   isBreakerOpenError,
+  type SharedBreakerState,
 } from './core/breaker/index.js';
 export type { Budget } from './core/budgets/budget.js';
 export {

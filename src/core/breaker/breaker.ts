@@ -8,6 +8,7 @@ import {
   type BreakerState,
   resolveBreakerOptions,
 } from './options.js';
+import type { BreakerRules, BreakerStoreEvent, SharedBreakerState } from './store.js';
 import { SlidingWindow } from './window.js';
 
 /** A call let through: as an ordinary call, or as one of a half-open breaker's probes. */
@@ -49,6 +50,11 @@ export const ADMITTED: BreakerAdmitted = Object.freeze({ admitted: true, probe: 
 export const PROBE: BreakerAdmitted = Object.freeze({ admitted: true, probe: true });
 const ISOLATED: BreakerRejected = Object.freeze({ admitted: false, retryAfterMs: undefined });
 const STATES: readonly BreakerState[] = ['closed', 'open', 'half-open', 'isolated'];
+// A probe is being arranged with the fleet's store: refused for now, the answer comes within a
+// round trip.
+const ARRANGING: BreakerRejected = Object.freeze({ admitted: false, retryAfterMs: 0 });
+// After a store failure, the store is tried again at most this often per key.
+const STORE_RETRY_MS = 1000;
 
 /**
  * A circuit breaker for one key (an origin, a route, a method). Closed, it counts failures:
@@ -89,6 +95,17 @@ export class CircuitBreaker {
   #until = 0;
   #probesOut = 0;
   #successes = 0;
+  // With a store: outcomes not yet reported, and the state of the conversation with it.
+  readonly #rules: BreakerRules | undefined;
+  #pendingReset = false;
+  #pendingFailures = 0;
+  #pendingSuccesses = 0;
+  #busy = false; // a report or claim is in flight: at most one per breaker
+  #syncedAt = Number.NEGATIVE_INFINITY;
+  #storeDownUntil = Number.NEGATIVE_INFINITY;
+  #storeUp = true;
+  #lease: string | undefined; // our claim on the fleet's probe
+  #granted = false; // the lease is ours and its probe not yet sent
 
   /** Throws a TypeError or RangeError naming the option and value when an option is bad. */
   constructor(key: string, options?: BreakerOptions | BreakerSettings) {
@@ -99,6 +116,24 @@ export class CircuitBreaker {
     this.#o = isResolved(options) ? options : resolve('CircuitBreaker', options);
     this.#window =
       this.#o.failureRatio === undefined ? undefined : new SlidingWindow(this.#o.windowMs);
+    const o = this.#o;
+    this.#rules =
+      o.store === undefined
+        ? undefined
+        : Object.freeze({
+            consecutiveFailures: o.consecutiveFailures,
+            failureRatio: o.failureRatio,
+            windowMs: o.windowMs,
+            minimumCalls: o.minimumCalls,
+            openMs: o.openMs,
+            maxOpenMs: o.maxOpenMs,
+            successesToClose: o.successesToClose,
+          });
+  }
+
+  /** True while a store is set and answering; false when the breaker decides alone. */
+  get shared(): boolean {
+    return this.#rules !== undefined && this.#storeUp;
   }
 
   /** The current state; an open breaker whose period has ended reads as `'half-open'`. */
@@ -116,15 +151,29 @@ export class CircuitBreaker {
         return ISOLATED;
       case 'open': {
         const now = this.#o.clock.now();
-        if (now < this.#until)
+        if (now < this.#until) {
           return { admitted: false, retryAfterMs: Math.ceil(this.#until - now) };
+        }
+        if (this.#fleetDecides(now)) return this.#fleetProbe(now);
         this.#move('half-open');
         this.#probesOut = 0;
         this.#successes = 0;
         return this.#probe(now);
       }
-      case 'half-open':
-        return this.#probe(this.#o.clock.now());
+      case 'half-open': {
+        const now = this.#o.clock.now();
+        // With the fleet, our one probe is out: everyone else waits for it, until its lease ends.
+        if (this.#lease !== undefined && this.#fleetDecides(now)) {
+          if (now < this.#until) {
+            return { admitted: false, retryAfterMs: Math.ceil(this.#until - now) };
+          }
+          this.#lease = undefined;
+          this.#probesOut = 0;
+          this.#move('open');
+          return this.#fleetProbe(now);
+        }
+        return this.#probe(now);
+      }
     }
   }
 
@@ -134,14 +183,19 @@ export class CircuitBreaker {
     if (admission.probe) {
       if (this.#state !== 'half-open') return; // reset or isolated while the probe was out
       this.#probesOut = Math.max(0, this.#probesOut - 1);
+      const lease = this.#lease;
+      this.#lease = undefined;
       if (outcome === 'failure') this.#open(this.#level + 1);
-      else if (outcome === 'success' && ++this.#successes >= this.#o.successesToClose)
+      else if (outcome === 'success' && ++this.#successes >= this.#o.successesToClose) {
         this.#close();
+      }
+      if (lease !== undefined) this.#settle(lease, outcome);
       return;
     }
     // Calls admitted while closed that end after the breaker opened change nothing.
     if (this.#state !== 'closed' || outcome === 'ignored') return;
     const failed = outcome === 'failure';
+    if (this.#rules !== undefined) this.#queue(failed);
     const window = this.#window;
     if (window === undefined) {
       this.#failures = failed ? this.#failures + 1 : 0;
@@ -158,14 +212,20 @@ export class CircuitBreaker {
     }
   }
 
-  /** Opens the breaker by hand until {@link reset}: every call is refused, no probe goes. */
-  isolate(): void {
+  /**
+   * Opens the breaker by hand until {@link reset}: every call is refused, no probe goes. With a
+   * store, the whole fleet's breaker of this key is isolated; the promise settles once the store
+   * has it (it rejects when the store fails; this process is isolated either way).
+   */
+  isolate(): Promise<void> {
     this.#move('isolated');
+    return this.#control('isolate');
   }
 
-  /** Closes the breaker by hand and forgets its failures and backoff. */
-  reset(): void {
+  /** Closes the breaker by hand and forgets its failures and backoff (fleet-wide with a store). */
+  reset(): Promise<void> {
     this.#close();
+    return this.#control('reset');
   }
 
   /** The state as JSON, with wall-clock times, for {@link restore} in another process. */
@@ -201,6 +261,169 @@ export class CircuitBreaker {
       this.#move('open');
     } else {
       this.#move(s.state);
+    }
+  }
+
+  /** True when the fleet's store should decide who probes (it is set and answering). */
+  #fleetDecides(now: number): boolean {
+    return this.#rules !== undefined && (this.#storeUp || now >= this.#storeDownUntil);
+  }
+
+  /** The open period is over: probe if the fleet's lease is ours, else ask for it. */
+  #fleetProbe(now: number): BreakerAdmission {
+    if (this.#granted) {
+      this.#granted = false;
+      this.#move('half-open');
+      this.#probesOut = 1;
+      this.#successes = 0;
+      this.#until = now + this.#ceiling(this.#level);
+      return PROBE;
+    }
+    if (!this.#busy) {
+      const token = newToken();
+      this.#talk(this.#o.store!.claimProbe(this.key, this.#rules!, token), (shared) => {
+        if (shared.granted) {
+          this.#lease = token;
+          this.#granted = true;
+        }
+      });
+    }
+    return ARRANGING;
+  }
+
+  /** Counts an outcome for the next report, and starts one when it is due. */
+  #queue(failed: boolean): void {
+    if (failed) {
+      this.#pendingFailures++;
+    } else {
+      this.#pendingSuccesses++;
+      // In consecutive mode only the failures after the last success matter.
+      if (this.#window === undefined) {
+        if (this.#pendingFailures > 0 || this.#failures > 0) this.#pendingReset = true;
+        this.#pendingFailures = 0;
+      }
+    }
+    this.#flush(false);
+  }
+
+  /**
+   * Sends the outcomes not yet reported, when due: at once for a failure or a reset (they change
+   * the fleet's count), else when the local copy is older than `syncMs` (`stale`). Each report
+   * carries at least one outcome or refreshes a stale copy for a call, so a call costs at most
+   * one round trip, and a healthy closed breaker one per `syncMs` at most.
+   */
+  #flush(onlyUrgent: boolean): void {
+    const now = this.#o.clock.now();
+    if (this.#busy || !this.#fleetDecides(now)) return;
+    const urgent = this.#pendingFailures > 0 || this.#pendingReset;
+    if (!urgent && (onlyUrgent || now - this.#syncedAt < this.#o.syncMs)) return;
+    const report = {
+      reset: this.#pendingReset,
+      failures: this.#pendingFailures,
+      successes: this.#pendingSuccesses,
+      draw: this.#o.random(),
+    };
+    this.#pendingReset = false;
+    this.#pendingFailures = 0;
+    this.#pendingSuccesses = 0;
+    // Failures recorded while this report was out are sent as soon as it returns.
+    this.#talk(this.#o.store!.report(this.key, this.#rules!, report), () => {
+      queueMicrotask(() => this.#flush(true));
+    });
+  }
+
+  #settle(lease: string, outcome: BreakerOutcome): void {
+    if (!this.#fleetDecides(this.#o.clock.now())) return;
+    this.#talk(
+      this.#o.store!.settleProbe(this.key, this.#rules!, lease, outcome, this.#o.random()),
+      undefined,
+      true,
+    );
+  }
+
+  #control(action: 'isolate' | 'reset'): Promise<void> {
+    if (this.#rules === undefined) return Promise.resolve();
+    this.#pendingReset = false;
+    this.#pendingFailures = 0;
+    this.#pendingSuccesses = 0;
+    return this.#o.store!.control(this.key, action).then((shared) => this.#adopt(shared));
+  }
+
+  /**
+   * Runs one store call in the background (never awaited by a call): adopts the fleet's state
+   * it returns, and on failure goes on alone and says so. `always` runs even while another call
+   * is in flight (a probe's outcome must not be dropped).
+   */
+  #talk<T extends SharedBreakerState>(
+    call: Promise<T>,
+    then?: (shared: T) => void,
+    always = false,
+  ): void {
+    if (!always) this.#busy = true;
+    call.then(
+      (shared) => {
+        if (!always) this.#busy = false;
+        this.#syncedAt = this.#o.clock.now();
+        if (!this.#storeUp) {
+          // Back after an outage: the outcomes counted meanwhile were acted on locally and are
+          // stale now; the fleet's state wins.
+          this.#pendingReset = false;
+          this.#pendingFailures = 0;
+          this.#pendingSuccesses = 0;
+          this.#storeUp = true;
+          this.#tell({ type: 'available', key: this.key });
+        }
+        then?.(shared);
+        this.#adopt(shared);
+      },
+      (error: unknown) => {
+        if (!always) this.#busy = false;
+        this.#storeDownUntil = this.#o.clock.now() + STORE_RETRY_MS;
+        this.#lease = undefined;
+        this.#granted = false;
+        if (this.#storeUp) {
+          this.#storeUp = false;
+          this.#tell({ type: 'unavailable', key: this.key, error });
+        }
+      },
+    );
+  }
+
+  /** Takes the fleet's state as this process's own. */
+  #adopt(shared: SharedBreakerState): void {
+    const now = this.#o.clock.now();
+    switch (shared.state) {
+      case 'closed':
+        // Failures not yet reported may have opened this copy: report them, the answer decides.
+        if (this.#state !== 'closed') {
+          if (this.#pendingFailures === 0) this.#close();
+          else queueMicrotask(() => this.#flush(true));
+        }
+        this.#failures = (this.#pendingReset ? 0 : shared.failures) + this.#pendingFailures;
+        return;
+      case 'isolated':
+        this.#move('isolated');
+        return;
+      case 'half-open':
+        if (this.#lease !== undefined) return; // the probe out is ours
+        break;
+    }
+    // Open, or someone else's probe is out: refuse until the fleet says a probe may go. A probe
+    // may close the key long before its lease ends, so ask again after `syncMs` at most.
+    if (this.#granted) return;
+    this.#level = shared.level;
+    const wait =
+      shared.state === 'half-open' ? Math.min(shared.retryInMs, this.#o.syncMs) : shared.retryInMs;
+    this.#until = now + wait;
+    this.#probesOut = 0;
+    this.#move('open');
+  }
+
+  #tell(event: BreakerStoreEvent): void {
+    try {
+      this.#o.onStoreEvent?.(event);
+    } catch {
+      // A hook that throws must not break the breaker.
     }
   }
 
@@ -281,4 +504,9 @@ function checkSnapshot(s: unknown): BreakerSnapshot {
   }
   if (r.probeAt !== null && !Number.isFinite(r.probeAt)) throw bad('probeAt', r.probeAt);
   return r as unknown as BreakerSnapshot;
+}
+
+/** A token for a probe lease, unique across a fleet. */
+function newToken(): string {
+  return globalThis.crypto.randomUUID();
 }

@@ -10,3 +10,10 @@ export {
 export { BreakerOpenError, isBreakerOpenError } from './errors.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './options.js';
 export { BreakerRegistry, type BreakerRegistryOptions } from './registry.js';
+export type {
+  BreakerReport,
+  BreakerRules,
+  BreakerStore,
+  BreakerStoreEvent,
+  SharedBreakerState,
+} from './store.js';

@@ -1,6 +1,7 @@
 // A breaker's options, checked and filled once when the breaker (or registry) is made.
 import { type Clock, type RandomSource, systemClock } from '../clock.js';
 import { checkNumber, show } from '../validate.js';
+import type { BreakerStore, BreakerStoreEvent } from './store.js';
 
 /** A breaker's state. `'isolated'` is open by hand until `reset`. */
 export type BreakerState = 'closed' | 'open' | 'half-open' | 'isolated';
@@ -132,6 +133,39 @@ export interface BreakerOptions {
    * ```
    */
   onStateChange?: ((transition: BreakerTransition) => void) | undefined;
+  /**
+   * Shares the breaker's state across a fleet (`stormproof/redis`). Calls are still decided from
+   * local state at once; outcomes go to the store in batches in the background, the fleet's
+   * state comes back, and one probe per open period goes across the whole fleet. When the store
+   * fails, the breaker goes on alone on its local state and says so through `onStoreEvent`.
+   * @default undefined (this process only)
+   * @example
+   * ```ts
+   * new BreakerRegistry({ store: createRedisBreakerStore({ client }) })
+   * ```
+   */
+  store?: BreakerStore | undefined;
+  /**
+   * With a store, how old the local copy of the fleet's state may get before a call's outcome
+   * brings a fresh one (one round trip, in the background). A trip elsewhere in the fleet is seen
+   * within about this long plus a round trip by a process that keeps calling.
+   * @default 50
+   * @example
+   * ```ts
+   * new BreakerRegistry({ store, syncMs: 20 })
+   * ```
+   */
+  syncMs?: number | undefined;
+  /**
+   * Told when the store stops answering (the breaker then decides alone) and when it is back.
+   * After a failure the store is tried again at most once a second per key.
+   * @default undefined
+   * @example
+   * ```ts
+   * new BreakerRegistry({ store, onStoreEvent: (e) => log.warn(`breaker store ${e.type}`, e.error) })
+   * ```
+   */
+  onStoreEvent?: ((event: BreakerStoreEvent) => void) | undefined;
 }
 
 /** A breaker's options with every default filled in. */
@@ -148,6 +182,9 @@ export interface BreakerSettings {
   readonly random: RandomSource;
   readonly wallClock: () => number;
   readonly onStateChange: ((transition: BreakerTransition) => void) | undefined;
+  readonly store: BreakerStore | undefined;
+  readonly syncMs: number;
+  readonly onStoreEvent: ((event: BreakerStoreEvent) => void) | undefined;
 }
 
 export const BREAKER_KEYS = [
@@ -163,6 +200,9 @@ export const BREAKER_KEYS = [
   'random',
   'wallClock',
   'onStateChange',
+  'store',
+  'syncMs',
+  'onStoreEvent',
 ] as const;
 
 const given = (o: Record<string, unknown>, name: string, fallback: unknown): unknown =>
@@ -213,5 +253,26 @@ export function resolveBreakerOptions(owner: string, o: Record<string, unknown>)
     wallClock: fn(owner, 'wallClock', given(o, 'wallClock', Date.now)),
     onStateChange:
       o.onStateChange === undefined ? undefined : fn(owner, 'onStateChange', o.onStateChange),
+    store: checkStore(owner, o.store),
+    syncMs: checkNumber(owner, 'syncMs', given(o, 'syncMs', 50), { min: 0, max: 60_000 }),
+    onStoreEvent:
+      o.onStoreEvent === undefined ? undefined : fn(owner, 'onStoreEvent', o.onStoreEvent),
   };
+}
+
+const STORE_METHODS = ['report', 'claimProbe', 'settleProbe', 'control'] as const;
+
+function checkStore(owner: string, store: unknown): BreakerStore | undefined {
+  if (store === undefined) return undefined;
+  const s = store as Record<string, unknown> | null;
+  if (
+    s === null ||
+    typeof s !== 'object' ||
+    STORE_METHODS.some((m) => typeof s[m] !== 'function')
+  ) {
+    throw new TypeError(
+      `stormproof: ${owner} store must have ${STORE_METHODS.join(', ')} methods, got ${show(store)}`,
+    );
+  }
+  return store as BreakerStore;
 }

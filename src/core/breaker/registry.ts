@@ -66,14 +66,14 @@ export class BreakerRegistry {
     return breaker;
   }
 
-  /** Opens `key`'s breaker by hand until {@link reset}. */
-  isolate(key: string): void {
-    this.get(key).isolate();
+  /** Opens `key`'s breaker by hand until {@link reset} (fleet-wide with a store). */
+  isolate(key: string): Promise<void> {
+    return this.get(key).isolate();
   }
 
-  /** Closes `key`'s breaker by hand. */
-  reset(key: string): void {
-    this.get(key).reset();
+  /** Closes `key`'s breaker by hand (fleet-wide with a store). */
+  reset(key: string): Promise<void> {
+    return this.get(key).reset();
   }
 
   /** Every breaker's state, least recently used first. */
