@@ -24,6 +24,7 @@ export {
   type BreakerStoreEvent,
   type BreakerTransition,
   CircuitBreaker,
+  createMemoryBreakerStore,
   isBreakerOpenError,
   type SharedBreakerState,
 } from './core/breaker/index.js';

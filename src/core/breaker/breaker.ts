@@ -106,6 +106,7 @@ export class CircuitBreaker {
   #storeUp = true;
   #lease: string | undefined; // our claim on the fleet's probe
   #granted = false; // the lease is ours and its probe not yet sent
+  #grantedUntil = 0; // when that lease ends: a probe sent after it would not be the only one
 
   /** Throws a TypeError or RangeError naming the option and value when an option is bad. */
   constructor(key: string, options?: BreakerOptions | BreakerSettings) {
@@ -271,12 +272,16 @@ export class CircuitBreaker {
 
   /** The open period is over: probe if the fleet's lease is ours, else ask for it. */
   #fleetProbe(now: number): BreakerAdmission {
+    if (this.#granted && now >= this.#grantedUntil) {
+      this.#granted = false; // no call came while the lease lasted: ask again
+      this.#lease = undefined;
+    }
     if (this.#granted) {
       this.#granted = false;
       this.#move('half-open');
       this.#probesOut = 1;
       this.#successes = 0;
-      this.#until = now + this.#ceiling(this.#level);
+      this.#until = this.#grantedUntil; // the lease ends on the store then, too
       return PROBE;
     }
     if (!this.#busy) {
@@ -285,6 +290,7 @@ export class CircuitBreaker {
         if (shared.granted) {
           this.#lease = token;
           this.#granted = true;
+          this.#grantedUntil = this.#o.clock.now() + shared.retryInMs;
         }
       });
     }

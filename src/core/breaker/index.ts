@@ -8,6 +8,7 @@ export {
   CircuitBreaker,
 } from './breaker.js';
 export { BreakerOpenError, isBreakerOpenError } from './errors.js';
+export { createMemoryBreakerStore } from './memory-store.js';
 export type { BreakerOptions, BreakerState, BreakerTransition } from './options.js';
 export { BreakerRegistry, type BreakerRegistryOptions } from './registry.js';
 export type {
