@@ -15,19 +15,18 @@ function setup(options: { syncMs?: number } = {}) {
   const inner = createMemoryBreakerStore(clock);
   const calls: string[] = [];
   let down = false;
+  // Counts every store call, and fails them all while `down`.
+  const through =
+    <A extends unknown[], R>(name: string, method: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> => {
+      calls.push(name);
+      return down ? Promise.reject(new Error('down')) : method(...args);
+    };
   const store: BreakerStore = {
-    report: (...a) => (
-      calls.push('report'), down ? Promise.reject(new Error('down')) : inner.report(...a)
-    ),
-    claimProbe: (...a) => (
-      calls.push('claim'), down ? Promise.reject(new Error('down')) : inner.claimProbe(...a)
-    ),
-    settleProbe: (...a) => (
-      calls.push('settle'), down ? Promise.reject(new Error('down')) : inner.settleProbe(...a)
-    ),
-    control: (...a) => (
-      calls.push('control'), down ? Promise.reject(new Error('down')) : inner.control(...a)
-    ),
+    report: through('report', inner.report),
+    claimProbe: through('claim', inner.claimProbe),
+    settleProbe: through('settle', inner.settleProbe),
+    control: through('control', inner.control),
   };
   const events: BreakerStoreEvent[] = [];
   const member = (draw: number) =>
@@ -38,7 +37,10 @@ function setup(options: { syncMs?: number } = {}) {
       onStoreEvent: (e) => events.push(e),
       ...options,
     }).get('api');
-  return { clock, calls, events, member, setDown: (d: boolean) => void (down = d) };
+  const setDown = (d: boolean) => {
+    down = d;
+  };
+  return { clock, calls, events, member, setDown };
 }
 
 describe('breakers sharing a store', () => {
@@ -161,5 +163,29 @@ describe('breakers sharing a store', () => {
     expect(b.admit()).toEqual({ admitted: false, retryAfterMs: undefined });
     await a.reset();
     expect(a.admit().admitted).toBe(true);
+  });
+
+  it('the memory store follows the same ratio rule as the Lua script', async () => {
+    const clock: Clock & { t: number } = { t: 0, now: () => clock.t, sleep: async () => {} };
+    const store = createMemoryBreakerStore(clock);
+    const rules = {
+      consecutiveFailures: 5,
+      failureRatio: 0.5,
+      windowMs: 10_000,
+      minimumCalls: 10,
+      openMs: 1000,
+      maxOpenMs: 300_000,
+      successesToClose: 1,
+    };
+    const report = (failures: number, successes: number) => ({
+      reset: false,
+      failures,
+      successes,
+      draw: 0,
+    });
+    expect((await store.report('k', rules, report(5, 4))).state).toBe('closed'); // 9 calls
+    clock.t = 10_000; // the first bucket slides out
+    expect((await store.report('k', rules, report(4, 5))).state).toBe('closed');
+    expect((await store.report('k', rules, report(1, 0))).state).toBe('open'); // 5 of 10
   });
 });

@@ -259,3 +259,51 @@ describe('a breaker shared by 50 processes through Redis', () => {
     await parent.breaker.reset();
   });
 });
+
+describe('the Lua scripts on their own', () => {
+  const ratio = {
+    consecutiveFailures: 5,
+    failureRatio: 0.5,
+    windowMs: 10_000,
+    minimumCalls: 10,
+    openMs: 1000,
+    maxOpenMs: 300_000,
+    successesToClose: 2,
+  };
+  const report = (failures: number, successes: number) => ({
+    reset: false,
+    failures,
+    successes,
+    draw: 0,
+  });
+
+  it('failure ratio over the window with a minimum volume; two successes to close', async () => {
+    const client = createClient({ socket: { host: '127.0.0.1', port }, disableOfflineQueue: true });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const store = createRedisBreakerStore({ client, prefix: 'ratio-test:' });
+      expect((await store.report('k', ratio, report(4, 4))).state).toBe('closed'); // 8 calls: too few
+      expect((await store.report('k', ratio, report(0, 1))).state).toBe('closed'); // 9 calls
+      const opened = await store.report('k', ratio, report(1, 0)); // 10 calls, 5 failed: 50%
+      expect(opened.state).toBe('open');
+      expect(opened.retryInMs).toBeGreaterThan(400); // half the 1 s ceiling, less a round trip
+      expect(opened.retryInMs).toBeLessThanOrEqual(500);
+      await sleep(opened.retryInMs + 5);
+      const first = await store.claimProbe('k', ratio, 'token-a');
+      expect(first).toMatchObject({ granted: true, state: 'half-open' });
+      expect((await store.claimProbe('k', ratio, 'token-b')).granted).toBe(false);
+      // A settle with someone else's token changes nothing (compare-and-delete).
+      expect((await store.settleProbe('k', ratio, 'token-b', 'failure', 0)).state).toBe(
+        'half-open',
+      );
+      expect((await store.settleProbe('k', ratio, 'token-a', 'success', 0)).state).toBe('open');
+      // One success of two: the lease is free again for the next probe, at once.
+      const second = await store.claimProbe('k', ratio, 'token-c');
+      expect(second.granted).toBe(true);
+      expect((await store.settleProbe('k', ratio, 'token-c', 'success', 0)).state).toBe('closed');
+    } finally {
+      await client.close();
+    }
+  });
+});
