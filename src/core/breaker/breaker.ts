@@ -46,8 +46,8 @@ export interface BreakerSnapshot {
   readonly probeAt: number | null;
 }
 
-export const ADMITTED: BreakerAdmitted = Object.freeze({ admitted: true, probe: false });
-export const PROBE: BreakerAdmitted = Object.freeze({ admitted: true, probe: true });
+const ADMITTED: BreakerAdmitted = Object.freeze({ admitted: true, probe: false });
+const PROBE: BreakerAdmitted = Object.freeze({ admitted: true, probe: true });
 const ISOLATED: BreakerRejected = Object.freeze({ admitted: false, retryAfterMs: undefined });
 const STATES: readonly BreakerState[] = ['closed', 'open', 'half-open', 'isolated'];
 // A probe is being arranged with the fleet's store: refused for now, the answer comes within a
