@@ -2,9 +2,25 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     // The package tests load dist/ as users would: build it once first.
     globalSetup: ['test/setup/build.ts'],
     testTimeout: 20_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'unit',
+          include: ['test/**/*.test.ts'],
+          exclude: ['test/**/*.fleet.test.ts'],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      // The fleet tests run 50 processes and measure how fast a trip spreads: alone, after the
+      // rest, so the other tests' load on a 2-core machine does not slow the fleet.
+      {
+        extends: true,
+        test: { name: 'fleet', include: ['test/**/*.fleet.test.ts'], sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });

@@ -7,6 +7,27 @@
  * @module
  */
 export { backoffCeiling, type Jitter, jitteredDelay, type ResolvedJitter } from './core/backoff.js';
+export {
+  type BreakerAdmission,
+  type BreakerAdmitted,
+  BreakerOpenError,
+  type BreakerOptions,
+  type BreakerOutcome,
+  BreakerRegistry,
+  type BreakerRegistryOptions,
+  type BreakerRejected,
+  type BreakerReport,
+  type BreakerRules,
+  type BreakerSnapshot,
+  type BreakerState,
+  type BreakerStore,
+  type BreakerStoreEvent,
+  type BreakerTransition,
+  CircuitBreaker,
+  createMemoryBreakerStore,
+  isBreakerOpenError,
+  type SharedBreakerState,
+} from './core/breaker/index.js';
 export type { Budget } from './core/budgets/budget.js';
 export {
   RatioBudget,
@@ -58,3 +79,14 @@ export {
   readRetryAfterMs,
 } from './core/retry-after.js';
 export { type Decision, type Outcome, type RetryState, startState, step } from './core/step.js';
+export {
+  type DailyOptions,
+  daily,
+  type EveryOptions,
+  every,
+  spreadOf,
+  type TimerKey,
+  type TimerOptions,
+  type TimerRun,
+  type TimerSkip,
+} from './core/timers/index.js';

@@ -123,10 +123,11 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
     });
   });
 
-  it('timers: a spike of every device against a gentle hump', async () => {
+  it('timers: a spike of every device against a flat spread', async () => {
     expect(await json(['sim', 'timers'])).toEqual({
-      aligned: { peakRps: 100_000 },
-      offset: { peakRps: 123 },
+      aligned: { peakRps: 10_000 },
+      offset: { peakRps: 10 },
+      uniformRps: 10_000 / 1200,
     });
   });
 

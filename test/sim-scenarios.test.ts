@@ -145,28 +145,49 @@ describe('runLayers: retries multiply through the layers', () => {
   });
 });
 
-describe('runTimers: jitter your timers too', () => {
-  it('100,000 devices: one second of 100,000 against a hump of about 83 a second', () => {
-    const r = runTimers();
-    expect(r.aligned.peakRps).toBe(100_000);
-    expect(r.offset.peakRps).toBe(123);
+describe('runTimers: real daily timers on virtual time', () => {
+  it('10,000 numbered devices: a peak within 1.2x of an even spread, against 10,000 at once', async () => {
+    const r = await runTimers();
+    expect(r.uniformRps).toBeCloseTo(10_000 / 1200, 10);
+    expect(r.aligned.peakRps).toBe(10_000);
+    expect(r.offset.peakRps).toBeLessThanOrEqual(1.2 * r.uniformRps);
+    expect(r.offset.peakRps).toBe(10);
     const sum = (s: typeof r.aligned.series) => s.reduce((n, x) => n + x.requests, 0);
-    expect(sum(r.aligned.series)).toBe(100_000);
-    expect(sum(r.offset.series)).toBe(100_000);
+    expect(sum(r.aligned.series)).toBe(10_000);
+    expect(sum(r.offset.series)).toBe(10_000); // one run per device in the morning, none twice
     // From 05:49:00 to 06:10:59, both schedules on the same seconds.
     expect(r.offset.series[0]!.t).toBe(-660);
     expect(r.offset.series.at(-1)!.t).toBe(659);
     expect(r.aligned.series.map((s) => s.t)).toEqual(r.offset.series.map((s) => s.t));
-    // Nothing outside 05:50 to 06:10.
-    expect(
-      r.offset.series.filter((s) => s.t < -600 || s.t >= 600).every((s) => s.requests === 0),
-    ).toBe(true);
+    // Nothing outside 05:50 to 06:10, and every second of it busy.
+    const inside = r.offset.series.filter((s) => s.t >= -600 && s.t < 600);
+    expect(Math.min(...inside.map((s) => s.requests))).toBe(7);
+    expect(sum(inside)).toBe(10_000);
   });
 
-  it('the offsets are fixed by the seed', () => {
-    expect(runTimers({ devices: 1000, seed: 3 })).toEqual(runTimers({ devices: 1000, seed: 3 }));
-    expect(runTimers({ devices: 1000, spreadSeconds: 10 }).offset.peakRps).toBeGreaterThan(50);
-    expect(() => runTimers({ devices: -5 })).toThrow(/runTimers devices must be >= 0/);
+  it('hashed names and fresh random draws spread like dice: flatter than 06:00, lumpier than numbers', async () => {
+    const named = await runTimers({ ids: 'named' });
+    const random = await runTimers({ ids: 'random' });
+    for (const r of [named, random]) {
+      expect(r.offset.peakRps).toBeGreaterThan(1.2 * r.uniformRps);
+      expect(r.offset.peakRps).toBeLessThan(4 * r.uniformRps);
+      expect(r.offset.series.reduce((n, x) => n + x.requests, 0)).toBe(10_000);
+    }
+  });
+
+  it('named and numbered slots are fixed; random ones by the seed', async () => {
+    const small = { devices: 500, spreadSeconds: 60 };
+    expect(await runTimers({ ...small, ids: 'named' })).toEqual(
+      await runTimers({ ...small, ids: 'named', seed: 99 }),
+    );
+    expect(await runTimers({ ...small, ids: 'random', seed: 3 })).toEqual(
+      await runTimers({ ...small, ids: 'random', seed: 3 }),
+    );
+    await expect(runTimers({ devices: -5 })).rejects.toThrow(/runTimers devices must be >= 0/);
+    await expect(runTimers({ spreadSeconds: 61 })).rejects.toThrow(/spreadSeconds must be even/);
+    await expect(runTimers({ ids: null as never })).rejects.toThrow(
+      /runTimers ids must be one of numbered, named, random, got null/,
+    );
   });
 });
 

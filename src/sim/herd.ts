@@ -170,7 +170,7 @@ const KNOWN_KEYS = [
   'pushback',
 ] as const;
 const PUSHBACK_KINDS: readonly string[] = ['none', 'load-aware', 'spread', 'fixed'];
-/** The one Retry-After everyone gets with `pushback: 'fixed'`: the document's API said 2 s. */
+/** The one Retry-After everyone gets with `pushback: 'fixed'`: the storm story's API said 2 s. */
 const FIXED_RETRY_AFTER_MS = 2000;
 const JITTER_KINDS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
 

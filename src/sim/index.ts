@@ -96,6 +96,7 @@ export {
 } from './storm.js';
 export {
   runTimers,
+  type TimersIds,
   type TimersLoad,
   type TimersOptions,
   type TimersResult,

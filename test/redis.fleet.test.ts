@@ -1,0 +1,309 @@
+// 50 processes share one breaker key through a real redis-server (Debian's package), started
+// here on a free loopback port. Without redis-server this suite fails: it never skips.
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { createClient } from '@redis/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BreakerRegistry, type BreakerStore, type CircuitBreaker } from '../src/index.js';
+import { createRedisBreakerStore } from '../src/redis/index.js';
+
+const FLEET = 50;
+const EVERY_MS = 10;
+const OPEN_MS = 400; // open periods of 200-400 ms, then 400-800 ms after a failed probe
+const MEMBER = fileURLToPath(new URL('./fixtures/breaker-fleet-member.mjs', import.meta.url));
+const REDIS = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
+
+interface Stats {
+  calls: number;
+  closedCalls: number;
+  closedTrips: number;
+  admitted: number;
+  rejected: Array<{ at: number; retryAfterMs: number | null }>;
+  probes: number[];
+}
+interface Report {
+  stats: Stats;
+  roundTrips: number;
+  events: Array<{ type: string; at: number }>;
+  state: string;
+}
+
+let port = 0;
+let server: ChildProcess | undefined;
+const fleet: ChildProcess[] = [];
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const { port: p } = s.address() as { port: number };
+  s.close();
+  await once(s, 'close');
+  return p;
+}
+
+async function startRedis(): Promise<void> {
+  const child = spawn(
+    REDIS,
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  child.on('error', () => {}); // reported below through the exit
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis-server did not start: ${out}`)), 10_000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d;
+      if (out.includes('Ready to accept connections')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(
+        new Error(
+          `redis-server (${REDIS}) could not start (exit ${code}); install Debian's redis-server. ${out}`,
+        ),
+      );
+    });
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      reject(
+        new Error(
+          `redis-server (${REDIS}) could not start: ${e.message}; install Debian's redis-server`,
+        ),
+      );
+    });
+  });
+  server = child;
+}
+
+async function stopRedis(): Promise<void> {
+  const s = server!;
+  server = undefined;
+  s.kill('SIGKILL');
+  await once(s, 'exit');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function ask(child: ChildProcess): Promise<Report> {
+  return new Promise((resolve) => {
+    const on = (m: { type: string } & Report) => {
+      if (m.type !== 'report') return;
+      child.off('message', on);
+      resolve(m);
+    };
+    child.on('message', on);
+    child.send({ type: 'report' });
+  });
+}
+const reportAll = () => Promise.all(fleet.map(ask));
+const tell = (m: object) => {
+  for (const c of fleet) c.send(m);
+};
+
+beforeAll(async () => {
+  port = await freePort();
+  await startRedis();
+  const ready: Promise<unknown>[] = [];
+  for (let i = 0; i < FLEET; i++) {
+    const child = fork(MEMBER, {
+      env: {
+        ...process.env,
+        REDIS_PORT: String(port),
+        EVERY_MS: String(EVERY_MS),
+        OPEN_MS: String(OPEN_MS),
+      },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    fleet.push(child);
+    ready.push(once(child, 'message'));
+  }
+  await Promise.all(ready);
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of fleet) if (c.connected) c.send({ type: 'exit' });
+  await Promise.all(fleet.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
+  if (server) await stopRedis();
+});
+
+describe('a breaker shared by 50 processes through Redis', () => {
+  let parent: { breaker: CircuitBreaker; store: BreakerStore; close: () => Promise<void> };
+  beforeAll(async () => {
+    const client = createClient({ socket: { host: '127.0.0.1', port }, disableOfflineQueue: true });
+    client.on('error', () => {});
+    await client.connect();
+    const store = createRedisBreakerStore({ client });
+    const registry = new BreakerRegistry({ store, openMs: OPEN_MS });
+    parent = { breaker: registry.get('api'), store, close: () => client.close() };
+  });
+  afterAll(() => parent.close());
+
+  it('closed: at most one store round trip per call, and usually none', async () => {
+    await sleep(300);
+    await reportAll(); // start counting now
+    await sleep(1000);
+    const reports = await reportAll();
+    let calls = 0;
+    let trips = 0;
+    for (const r of reports) {
+      expect(r.state).toBe('closed');
+      expect(r.stats.closedCalls).toBe(r.stats.calls);
+      expect(r.roundTrips).toBeLessThanOrEqual(r.stats.calls);
+      calls += r.stats.calls;
+      trips += r.roundTrips;
+    }
+    console.log(
+      `closed: ${calls} calls, ${trips} store round trips (${(trips / calls).toFixed(3)} per call)`,
+    );
+    expect(calls).toBeGreaterThan(FLEET * 50);
+    expect(trips / calls).toBeLessThan(0.5);
+  });
+
+  it('a trip is seen by every process within 100 ms', async () => {
+    await reportAll();
+    // This process reports five failures in one batch, as a breaker does when they come faster
+    // than a round trip: the key opens in Redis at once. (Reported one by one, a success in
+    // another process in between would rightly start the count again.)
+    const rules = {
+      consecutiveFailures: 5,
+      failureRatio: undefined,
+      windowMs: 30_000,
+      minimumCalls: 100,
+      openMs: OPEN_MS,
+      maxOpenMs: 300_000,
+      successesToClose: 1,
+    };
+    const opened = await parent.store.report('api', rules, {
+      reset: false,
+      failures: 5,
+      successes: 0,
+      draw: 0.5,
+    });
+    const trippedAt = Date.now();
+    expect(opened.state).toBe('open');
+    await sleep(300);
+    const reports = await reportAll();
+    const delays = reports.map((r) => {
+      const first = r.stats.rejected.find((x) => x.at >= trippedAt);
+      return first === undefined ? Number.POSITIVE_INFINITY : first.at - trippedAt;
+    });
+    console.log(`trip seen after ${Math.min(...delays)} to ${Math.max(...delays)} ms`);
+    expect(Math.max(...delays)).toBeLessThanOrEqual(100);
+  });
+
+  it('exactly one half-open probe per open period across the fleet', async () => {
+    await sleep(500); // the last test's trip has been probed and closed by now
+    const before = await reportAll(); // and counting starts afresh
+    expect(before.every((r) => r.state === 'closed')).toBe(true);
+    tell({ type: 'health', ok: false });
+    // Every process fails, the key trips, then two failed probes (open periods of up to 400 and 800 ms), then a good one.
+    await sleep(1400);
+    tell({ type: 'health', ok: true });
+    await sleep(3500); // the longest open period reachable by now ends within 3.2 s
+    const reports = await reportAll();
+    const probes = reports.flatMap((r) => r.stats.probes).sort((a, b) => a - b);
+    const outages = reports.flatMap((r) => r.events.filter((e) => e.type === 'unavailable'));
+    console.log(
+      `probes at +${probes.map((p) => p - probes[0]!).join(', +')} ms; store outages seen: ${outages.length}`,
+    );
+    expect(reports.every((r) => r.state === 'closed')).toBe(true);
+    expect(outages).toEqual([]);
+    // One probe per open period across all 50 processes: after the n-th failed probe the next
+    // waits at least half of 400 ms x 2^n (equal jitter), so no two probes share a period; the
+    // last one succeeded and closed the key everywhere.
+    expect(probes.length).toBeGreaterThanOrEqual(3);
+    expect(probes.length).toBeLessThanOrEqual(5);
+    for (let i = 1; i < probes.length; i++) {
+      expect(probes[i]! - probes[i - 1]!).toBeGreaterThanOrEqual(200 * 2 ** i - 5);
+    }
+  });
+
+  it('keeps working on local state while Redis is down, says so, and shares again once it is back', async () => {
+    await reportAll();
+    await stopRedis();
+    await sleep(300);
+    tell({ type: 'health', ok: false }); // every process trips on its own
+    await sleep(600);
+    const down = await reportAll();
+    for (const r of down) {
+      expect(r.events.some((e) => e.type === 'unavailable')).toBe(true);
+      expect(r.stats.calls).toBeGreaterThan(5); // calls go on: none waits for the store
+      expect(r.stats.rejected.length).toBeGreaterThan(0); // the local breaker opened
+    }
+    tell({ type: 'health', ok: true });
+    await startRedis();
+    await sleep(2500); // store retried at most once a second per key
+    const back = await reportAll();
+    for (const r of back) {
+      expect(r.events.some((e) => e.type === 'available')).toBe(true);
+      expect(r.state).toBe('closed');
+    }
+    // Shared again: isolating the key in one process reaches every other one.
+    await parent.breaker.isolate();
+    const isolatedAt = Date.now();
+    await sleep(300);
+    const isolated = await reportAll();
+    for (const r of isolated) {
+      const first = r.stats.rejected.find((x) => x.at >= isolatedAt && x.retryAfterMs === null);
+      expect(first).toBeDefined();
+      expect(first!.at - isolatedAt).toBeLessThanOrEqual(100);
+    }
+    await parent.breaker.reset();
+  });
+});
+
+describe('the Lua scripts on their own', () => {
+  const ratio = {
+    consecutiveFailures: 5,
+    failureRatio: 0.5,
+    windowMs: 10_000,
+    minimumCalls: 10,
+    openMs: 1000,
+    maxOpenMs: 300_000,
+    successesToClose: 2,
+  };
+  const report = (failures: number, successes: number) => ({
+    reset: false,
+    failures,
+    successes,
+    draw: 0,
+  });
+
+  it('failure ratio over the window with a minimum volume; two successes to close', async () => {
+    const client = createClient({ socket: { host: '127.0.0.1', port }, disableOfflineQueue: true });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const store = createRedisBreakerStore({ client, prefix: 'ratio-test:' });
+      expect((await store.report('k', ratio, report(4, 4))).state).toBe('closed'); // 8 calls: too few
+      expect((await store.report('k', ratio, report(0, 1))).state).toBe('closed'); // 9 calls
+      const opened = await store.report('k', ratio, report(1, 0)); // 10 calls, 5 failed: 50%
+      expect(opened.state).toBe('open');
+      expect(opened.retryInMs).toBeGreaterThan(400); // half the 1 s ceiling, less a round trip
+      expect(opened.retryInMs).toBeLessThanOrEqual(500);
+      await sleep(opened.retryInMs + 5);
+      const first = await store.claimProbe('k', ratio, 'token-a');
+      expect(first).toMatchObject({ granted: true, state: 'half-open' });
+      expect((await store.claimProbe('k', ratio, 'token-b')).granted).toBe(false);
+      // A settle with someone else's token changes nothing (compare-and-delete).
+      expect((await store.settleProbe('k', ratio, 'token-b', 'failure', 0)).state).toBe(
+        'half-open',
+      );
+      expect((await store.settleProbe('k', ratio, 'token-a', 'success', 0)).state).toBe('open');
+      // One success of two: the lease is free again for the next probe, at once.
+      const second = await store.claimProbe('k', ratio, 'token-c');
+      expect(second.granted).toBe(true);
+      expect((await store.settleProbe('k', ratio, 'token-c', 'success', 0)).state).toBe('closed');
+    } finally {
+      await client.close();
+    }
+  });
+});
