@@ -139,7 +139,7 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
       >;
       expect(r).toMatchObject({ policy, manualRecovery: false });
       expect(r.normalRps).toBeGreaterThan(400);
-      expect(r.peakRps).toBeGreaterThanOrEqual(r.normalRps as number);
+      expect(r.peakRpsAfterFailover).toBeGreaterThanOrEqual(r.normalRps as number);
       expect(r).toHaveProperty('recoveredAfterFaultSeconds');
       const recovered = r.recoveredAfterFaultSeconds;
       expect(recovered === null || typeof recovered === 'number').toBe(true);
@@ -264,7 +264,7 @@ describe.concurrent('stormproof lab', () => {
     expect(Object.keys(r)).toEqual(['naive', 'naiveManualRecovery', 'stormproof', 'report']);
     for (const key of ['naive', 'naiveManualRecovery', 'stormproof']) {
       expect(Object.keys(r[key]!)).toEqual(
-        expect.arrayContaining(['normalRps', 'peakRps', 'recoveredAfterFaultSeconds']),
+        expect.arrayContaining(['normalRps', 'peakRpsAfterFailover', 'recoveredAfterFaultSeconds']),
       );
     }
     expect(r.report).toBe(out);

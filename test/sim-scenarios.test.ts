@@ -208,6 +208,36 @@ describe('the herd timeline agrees with runHerd', () => {
 });
 
 describe('checkStack', () => {
+  it('one retry layer in one process: a stormproof layer over a stormproof layer passes up', () => {
+    const layer = (name: string, extra: object = {}) => ({
+      name,
+      maxAttempts: 4,
+      baseDelayMs: 200,
+      maxDelayMs: 5000,
+      jitter: 'full',
+      budget: true,
+      deadlineMs: 3000,
+      stormproof: true,
+      ...extra,
+    });
+    const nested = checkStack({ layers: [layer('app wrapper'), layer('client library')] });
+    expect(nested.worstCaseBottomCalls).toBe(4);
+    expect(nested.layers.map((l) => [l.attempts, l.passesUp])).toEqual([
+      [1, true],
+      [4, undefined],
+    ]);
+    expect(nested.warnings.some((w) => w.includes('layers retry'))).toBe(false);
+    // The engine's opt-out, and layers that are not both stormproof, multiply as before.
+    const optOut = checkStack({
+      layers: [layer('batch job', { allowNestedRetries: true }), layer('client library')],
+    });
+    expect(optOut.worstCaseBottomCalls).toBe(16);
+    const mixed = checkStack({
+      layers: [layer('partner wrapper', { stormproof: false }), layer('client library')],
+    });
+    expect(mixed.worstCaseBottomCalls).toBe(16);
+  });
+
   const example = JSON.parse(
     readFileSync(new URL('../examples/stack.json', import.meta.url), 'utf8'),
   );

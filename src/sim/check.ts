@@ -33,6 +33,15 @@ export interface StackLayer {
   /** Whether it retries non-idempotent calls (POST, PATCH) without an idempotency key. Default `false`. */
   readonly retriesNonIdempotent?: boolean;
   /**
+   * Whether the layer retries through stormproof, in the same process as the layer below it.
+   * Two such layers in a row retry once between them: the upper one passes the lower one's
+   * failures up instead of retrying them (reason 'already-retried'; RFC 9110 9.2.2), unless it
+   * sets `allowNestedRetries`. Default `false`.
+   */
+  readonly stormproof?: boolean;
+  /** With `stormproof`: the policy option that turns that rule off. Default `false`. */
+  readonly allowNestedRetries?: boolean;
+  /**
    * A gRPC layer: its service config (the JSON given to `grpc.service_config`). Its first
    * retryPolicy stands for `attempts` (capped at 5, as gRPC does), `baseDelayMs`, `maxDelayMs`,
    * the backoff multiplier and A6's band jitter; `retryThrottling` counts as a budget and the
@@ -67,8 +76,13 @@ export interface Stack {
 export interface StackLayerReport {
   /** The layer's name. */
   readonly name: string;
-  /** Its attempts per call it receives. */
+  /**
+   * Its attempts per call it receives: 1 when it passes the stormproof layer below it up
+   * (`passesUp`), whatever its own maxAttempts.
+   */
   readonly attempts: number;
+  /** Set when it is a stormproof layer over a stormproof layer, and passes that one's failures up. */
+  readonly passesUp?: true;
   /** Calls it receives per user request in the worst case (1 for the top layer). */
   readonly worstCaseCallsReceived: number;
   /** The longest it can sleep between attempts in one call, in ms (null: no cap on it). */
@@ -114,6 +128,8 @@ const LAYER_KEYS = [
   'throttledDelayMultiplier',
   'maxInternalErrorRetries',
   'grpc',
+  'stormproof',
+  'allowNestedRetries',
 ] as const;
 /** The fields a gRPC layer's service config stands for. */
 const GRPC_FIELDS = ['attempts', 'baseDelayMs', 'maxDelayMs', 'jitter', 'budget', 'deadlineMs'];
@@ -135,6 +151,8 @@ interface Layer {
   deadlineMs: number | undefined;
   budget: boolean;
   retriesNonIdempotent: boolean;
+  stormproof: boolean;
+  allowNestedRetries: boolean;
 }
 
 /** Throws on a field the format does not have, naming it and the nearest known one. */
@@ -257,6 +275,8 @@ function readLayer(value: unknown, i: number): Layer {
         ? true
         : checkBoolean(`${at}.budget`, o.budget),
     retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
+    stormproof: checkBoolean(`${at}.stormproof`, o.stormproof),
+    allowNestedRetries: checkBoolean(`${at}.allowNestedRetries`, o.allowNestedRetries),
   };
 }
 
@@ -281,6 +301,8 @@ function readGrpcLayer(o: Record<string, unknown>, at: string, name: string): La
     deadlineMs: grpc.deadlineMs,
     budget: grpc.budget,
     retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
+    stormproof: checkBoolean(`${at}.stormproof`, o.stormproof),
+    allowNestedRetries: checkBoolean(`${at}.allowNestedRetries`, o.allowNestedRetries),
   };
 }
 
@@ -355,7 +377,13 @@ export function checkStack(stack: unknown): StackReport {
       `stormproof: ${OWNER} layers must be a non-empty array of layers, top first, got ${show(s.layers)}`,
     );
   }
-  const layers = s.layers.map(readLayer);
+  const read = s.layers.map(readLayer);
+  // One retry layer in one process: a stormproof layer over a stormproof layer passes its
+  // failures up, so it makes one attempt per call it receives (the engine's 'already-retried').
+  const passesUp = read.map(
+    (layer, i) => layer.stormproof && !layer.allowNestedRetries && read[i + 1]?.stormproof === true,
+  );
+  const layers = read.map((layer, i) => (passesUp[i] ? { ...layer, attempts: 1 } : layer));
 
   // Worst case calls received per layer, top down.
   const received: number[] = [];
@@ -426,6 +454,7 @@ export function checkStack(stack: unknown): StackReport {
     layers: layers.map((layer, i) => ({
       name: layer.name,
       attempts: layer.attempts,
+      ...(passesUp[i] ? { passesUp: true } : {}),
       worstCaseCallsReceived: received[i]!,
       maxTotalBackoffMs: finite(backoff[i]!),
       worstCaseLatencyMs: finite(latency[i]!),

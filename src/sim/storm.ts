@@ -473,7 +473,7 @@ export interface StormResult {
    * the service in any one second from `dbHealthyAtSeconds` to the end of the run (the storm
    * story's "24,000 requests per second ... while the database was already healthy again").
    */
-  readonly peakRps: number;
+  readonly peakRpsAfterFailover: number;
   /**
    * The most requests that arrived at the edge in any one second of the whole run, the fault and
    * the quickly rejected (shed) ones included.
@@ -811,7 +811,7 @@ function pick(cumulative: Float64Array, u: number): number {
  *   bad value.
  * @example
  * ```ts
- * const { normalRps, peakRps, recoveredAfterFaultSeconds } = runStorm({ policy: 'stormproof' });
+ * const { normalRps, peakRpsAfterFailover, recoveredAfterFaultSeconds } = runStorm({ policy: 'stormproof' });
  * ```
  */
 export function runStorm(options?: StormOptions): StormResult {
@@ -1282,7 +1282,7 @@ export function runStorm(options?: StormOptions): StormResult {
   // --- Figures. ---
   const dbHealthyAtSeconds = p.faultAtSeconds + p.faultSeconds;
   const series: StormSecond[] = [];
-  let peakRps = 0;
+  let peakRpsAfterFailover = 0;
   let peakEdgeRps = 0;
   let peakApiRps = 0;
   for (let s = 0; s < seconds; s++) {
@@ -1304,7 +1304,8 @@ export function runStorm(options?: StormOptions): StormResult {
       busyConnections: sBusy[s]!,
       admitted: sAdmitted[s]!,
     });
-    if (s >= dbHealthyAtSeconds) peakRps = Math.max(peakRps, sOffered[s]! - sShed[s]!);
+    if (s >= dbHealthyAtSeconds)
+      peakRpsAfterFailover = Math.max(peakRpsAfterFailover, sOffered[s]! - sShed[s]!);
     peakEdgeRps = Math.max(peakEdgeRps, sOffered[s]!);
     peakApiRps = Math.max(peakApiRps, sApi[s]!);
   }
@@ -1323,7 +1324,7 @@ export function runStorm(options?: StormOptions): StormResult {
   const sum = (a: Float64Array) => a.reduce((x, y) => x + y, 0);
   return {
     normalRps,
-    peakRps,
+    peakRpsAfterFailover,
     peakEdgeRps,
     peakApiRps,
     recoveredAfterFaultSeconds: recoveredAt === null ? null : recoveredAt - dbHealthyAtSeconds,
