@@ -1,6 +1,7 @@
 // The retry options, their defaults (docs/retry.md gives the source of each) and their validation. Defaults
 // are filled and every value checked once, when a policy is made; a call never re-reads them.
 import type { Jitter, ResolvedJitter } from './backoff.js';
+import type { CircuitBreaker } from './breaker/breaker.js';
 import type { Budget } from './budgets/budget.js';
 import { RetryBudget } from './budgets/retry-budget.js';
 import type { FailureKind, Verdict } from './classify.js';
@@ -34,6 +35,11 @@ export type GiveUpReason =
   | 'pushback-beyond-deadline'
   /** The retry budget refused the retry. */
   | 'budget'
+  /**
+   * The circuit breaker did not admit the attempt (open, isolated, or its probes are out): the
+   * call rejects at once with a `BreakerOpenError`, is not retried and spends no retry.
+   */
+  | 'breaker-open'
   /** `shouldRetry` threw or rejected: the call rejects with what it threw. */
   | 'should-retry-failed'
   /** The caller's signal aborted. */
@@ -178,6 +184,16 @@ export interface CallOptions extends RetryHooks {
    * ```
    */
   deadlineMs?: number | undefined;
+  /**
+   * This call's circuit breaker, instead of the policy's: the breaker of its key (its origin,
+   * its method), taken from a `BreakerRegistry`.
+   * @default the policy's breaker
+   * @example
+   * ```ts
+   * await policy.retry(op, { breaker: breakers.get('GET /forecast') });
+   * ```
+   */
+  breaker?: CircuitBreaker | undefined;
 }
 
 /** The options of a retry policy. Every field is optional; docs/retry.md gives the source of each default. */
@@ -302,6 +318,21 @@ export interface RetryPolicyOptions extends RetryHooks {
    */
   allowNestedRetries?: boolean | undefined;
   /**
+   * A circuit breaker in front of every attempt, for outages that last minutes: while it is open
+   * a call fails at once with a `BreakerOpenError` (reason `'breaker-open'`, `retryAfterMs` until
+   * its next probe), is not retried and spends no retry. Each attempt's outcome is recorded: a
+   * failure that could pass (or a server's "don't retry") counts against the service; a 4xx, an
+   * abort or a success does not. Share one breaker per dependency; per key, take them from a
+   * `BreakerRegistry` and pass one per call.
+   * @default undefined (no breaker)
+   * @example
+   * ```ts
+   * const breaker = new CircuitBreaker('forecast-db');
+   * const policy = createRetryPolicy({ breaker });
+   * ```
+   */
+  breaker?: CircuitBreaker | undefined;
+  /**
    * The retry budget shared by the calls of this policy: a `RetryBudget`, `TokenBucket`,
    * `RatioBudget`, your own `Budget`, or `false` for none.
    * @default new RetryBudget() for createRetryPolicy; none for a one-off retry()
@@ -349,6 +380,7 @@ export interface ResolvedPolicy {
   readonly honorRetryAfter: boolean;
   readonly shouldRetry: ShouldRetry | undefined;
   readonly allowNestedRetries: boolean;
+  readonly breaker: CircuitBreaker | undefined;
   readonly budget: Budget | undefined;
   readonly clock: Clock;
   readonly random: RandomSource;
@@ -370,12 +402,13 @@ const POLICY_KEYS = [
   'honorRetryAfter',
   'shouldRetry',
   'allowNestedRetries',
+  'breaker',
   'budget',
   'clock',
   'random',
   ...HOOKS,
 ] as const;
-const CALL_KEYS = ['signal', 'deadlineMs', ...HOOKS] as const;
+const CALL_KEYS = ['signal', 'deadlineMs', 'breaker', ...HOOKS] as const;
 
 /** Every option `retry()` accepts. */
 export const RETRY_OPTION_KEYS: readonly string[] = [...POLICY_KEYS, 'signal'];
@@ -429,6 +462,23 @@ function checkBudget(owner: string, budget: unknown, fallback: () => Budget | un
   return budget as Budget;
 }
 
+function checkBreaker(owner: string, name: string, breaker: unknown): CircuitBreaker | undefined {
+  if (breaker === undefined) return undefined;
+  const b = breaker as Partial<Record<'admit' | 'record' | 'key', unknown>> | null;
+  if (
+    typeof b !== 'object' ||
+    b === null ||
+    typeof b.admit !== 'function' ||
+    typeof b.record !== 'function' ||
+    typeof b.key !== 'string'
+  ) {
+    throw new TypeError(
+      `stormproof: ${owner} ${name} must be a CircuitBreaker (from new CircuitBreaker(key) or a BreakerRegistry), got ${show(breaker)}`,
+    );
+  }
+  return breaker as CircuitBreaker;
+}
+
 function checkClock(owner: string, clock: unknown): Clock {
   if (clock === undefined) return systemClock;
   const c = clock as Partial<Record<keyof Clock, unknown>> | null;
@@ -463,6 +513,7 @@ export function checkCallOptions(owner: string, call: unknown): CallOptions | un
   const options = checkOptionsObject(owner, call);
   checkKnownKeys(owner, options, CALL_KEYS);
   if (options.signal !== undefined) checkSignal(owner, options.signal);
+  checkBreaker(owner, 'breaker', options.breaker);
   if (options.deadlineMs !== undefined) {
     checkNumber(owner, 'deadlineMs', options.deadlineMs, { min: 0, minExclusive: true });
   }
@@ -540,6 +591,7 @@ export function resolvePolicy(
     honorRetryAfter: checkBoolean(owner, 'honorRetryAfter', o.honorRetryAfter, true),
     shouldRetry: checkFunction<ShouldRetry>(owner, 'shouldRetry', o.shouldRetry),
     allowNestedRetries: checkBoolean(owner, 'allowNestedRetries', o.allowNestedRetries, false),
+    breaker: checkBreaker(owner, 'breaker', o.breaker),
     budget: checkBudget(owner, o.budget, () => (defaultBudget ? new RetryBudget() : undefined)),
     clock: checkClock(owner, o.clock),
     random: checkFunction<RandomSource>(owner, 'random', o.random) ?? Math.random,

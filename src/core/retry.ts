@@ -4,6 +4,8 @@
 // operation does (the attempt's signal aborts then, and a later result is dropped), and every
 // timer and listener it took is released before it settles.
 import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
+import type { BreakerAdmission, BreakerOutcome, CircuitBreaker } from './breaker/breaker.js';
+import { BreakerOpenError } from './breaker/errors.js';
 import type { Budget } from './budgets/budget.js';
 import type { Verdict } from './classify.js';
 import { type Deadline, type DeadlineList, deadlineList } from './deadlines.js';
@@ -158,6 +160,9 @@ class Call<T> implements Deadline, AbortWatcher {
   listed = false;
   private readonly deadlines: DeadlineList;
   private readonly deadlineMs: number;
+  private readonly breaker: CircuitBreaker | undefined;
+  /** The breaker's admission of the running attempt, until its outcome is recorded. */
+  private admission: BreakerAdmission | undefined;
   private phase = Phase.Attempt;
   private scope: AttemptScope<T> | undefined;
   private state: RetryState | undefined;
@@ -185,6 +190,7 @@ class Call<T> implements Deadline, AbortWatcher {
     this.deadlineMs = deadlineMs;
     this.deadlines = deadlineList(policy.clock, deadlineMs);
     this.deadlines.add(this, startedAt + deadlineMs, startedAt);
+    this.breaker = call?.breaker ?? policy.breaker;
     const signal = call?.signal;
     if (signal !== undefined) watchAbort(signal, this);
     this.runAttempt(1);
@@ -205,6 +211,15 @@ class Call<T> implements Deadline, AbortWatcher {
   }
 
   private runAttempt(attempt: number): void {
+    const breaker = this.breaker;
+    if (breaker !== undefined) {
+      const admission = breaker.admit();
+      if (!admission.admitted) {
+        this.refused(breaker, admission.retryAfterMs, attempt);
+        return;
+      }
+      this.admission = admission;
+    }
     const scope = new AttemptScope<T>(attempt);
     this.scope = scope;
     this.phase = Phase.Attempt;
@@ -261,8 +276,29 @@ class Call<T> implements Deadline, AbortWatcher {
     this.failed(scope, { error, isValue: false });
   }
 
+  /** Tells the breaker how the admitted attempt ended. */
+  private recordOutcome(outcome: BreakerOutcome): void {
+    const admission = this.admission;
+    if (admission === undefined) return;
+    this.admission = undefined;
+    this.breaker!.record(admission, outcome);
+  }
+
+  /**
+   * The breaker did not admit attempt `attempt`. A call that has not made an attempt fails at
+   * once with a BreakerOpenError; a call whose retry is refused gives up with its last failure,
+   * as when the budget refuses. Either way no retry is made and none is spent.
+   */
+  private refused(breaker: CircuitBreaker, retryAfterMs: number | undefined, attempt: number) {
+    if (this.failure === undefined) {
+      this.failure = { error: new BreakerOpenError(breaker.key, retryAfterMs), isValue: false };
+    }
+    this.giveUp('breaker-open', this.verdict, undefined, 0, attempt - 1);
+  }
+
   private succeed(scope: AttemptScope<T>, value: T): void {
     this.endAttempt(scope);
+    this.recordOutcome('success');
     this.settle();
     const policy = this.policy;
     policy.budget?.recordSuccess();
@@ -358,11 +394,19 @@ class Call<T> implements Deadline, AbortWatcher {
       });
     }
     this.policy.budget?.recordFailure(this.policy.clock.now(), this.verdict?.retryable ?? false);
+    this.recordOutcome('ignored');
     this.failure = { error: thrown, isValue: false };
     this.giveUp('should-retry-failed', this.verdict, undefined, 0);
   }
 
   private decide(decision: Decision): void {
+    if (decision.action !== 'succeed') {
+      const { verdict } = decision;
+      // The service's failures count against it; a 4xx (the caller's fault) does not.
+      this.recordOutcome(
+        verdict.retryable || verdict.kind === 'do-not-retry' ? 'failure' : 'ignored',
+      );
+    }
     if (decision.action === 'give-up') {
       this.giveUp(decision.reason, decision.verdict, decision.inner, 0);
       return;
@@ -425,6 +469,7 @@ class Call<T> implements Deadline, AbortWatcher {
     }
     const verdict = this.verdict ?? defaultVerdict(this.policy, state, this.failure!.error);
     const reason = deadlinePassed(this.policy, verdict, nowMs, phase !== Phase.Waiting);
+    this.recordOutcome('failure');
     this.giveUp(reason, verdict, undefined, waitedMs);
   }
 
@@ -438,6 +483,7 @@ class Call<T> implements Deadline, AbortWatcher {
       this.endAttempt(scope);
     }
     const waitedMs = phase === Phase.Waiting ? this.policy.clock.now() - this.waitStartedAt : 0;
+    this.recordOutcome('ignored');
     this.failure = { error: reason, isValue: false };
     this.giveUp('aborted', undefined, undefined, waitedMs);
   }
@@ -460,13 +506,14 @@ class Call<T> implements Deadline, AbortWatcher {
     verdict: Verdict | undefined,
     inner: RetryReport | undefined,
     waitedMs: number,
+    attempts = this.current().attempt,
   ): void {
     this.settle();
     const { error, isValue } = this.failure!;
     const state = this.current();
     const report: RetryReport = {
       reason,
-      attempts: state.attempt,
+      attempts,
       totalDelayMs: state.totalDelayMs + waitedMs,
       elapsedMs: this.policy.clock.now() - this.startedAt,
       ...(verdict === undefined ? {} : { verdict }),

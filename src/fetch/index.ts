@@ -24,9 +24,11 @@
  * @module
  */
 import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch.js';
+import { BreakerRegistry, type BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
+import type { Clock, RandomSource } from '../core/clock.js';
 import {
   type AttemptContext,
   type CallOptions,
@@ -137,7 +139,7 @@ export interface FetchSuccessEvent extends SuccessEvent, FetchEventContext {}
 export interface CreateFetchOptions
   extends Omit<
     RetryPolicyOptions,
-    'onRetry' | 'onGiveUp' | 'onSuccess' | 'deadlineMs' | 'attemptTimeoutMs' | 'budget'
+    'onRetry' | 'onGiveUp' | 'onSuccess' | 'deadlineMs' | 'attemptTimeoutMs' | 'budget' | 'breaker'
   > {
   /**
    * The total time of one call, in ms, from its start, waits included. A retry whose wait would
@@ -185,6 +187,21 @@ export interface CreateFetchOptions
    * ```
    */
   maxOrigins?: number | undefined;
+  /**
+   * Circuit breakers, one per origin, for outages that last minutes: while an origin's breaker
+   * is open its requests fail at once with a `BreakerOpenError` (`retryAfterMs` until the next
+   * probe), are not retried and spend no retry; other origins are not affected. `true` uses the
+   * defaults (open after 5 failures in a row, for 5 s growing to 300 s between failed probes),
+   * an object sets a `BreakerRegistry`'s options, and a `BreakerRegistry` is used as given (to
+   * share breakers, or their store, with other clients).
+   * @default undefined (no breaker)
+   * @example
+   * ```ts
+   * createFetch({ breaker: true });
+   * createFetch({ breaker: { consecutiveFailures: 10, openMs: 30_000 } });
+   * ```
+   */
+  breaker?: boolean | BreakerRegistryOptions | BreakerRegistry | undefined;
   /**
    * The fetch implementation each attempt calls: undici's, a framework's, a test double. Unset,
    * `globalThis.fetch` is looked up at each call, so a fetch patched later (a mock server) is used.
@@ -267,7 +284,14 @@ export interface CreateFetchOptions
 }
 
 const OWNER = 'createFetch';
-const FETCH_KEYS = ['fetch', 'idempotencyKey', 'attemptHeader', 'retryMethods', 'maxOrigins'];
+const FETCH_KEYS = [
+  'fetch',
+  'idempotencyKey',
+  'attemptHeader',
+  'retryMethods',
+  'maxOrigins',
+  'breaker',
+];
 const KNOWN_KEYS: readonly string[] = [
   ...RETRY_OPTION_KEYS.filter((key) => key !== 'signal'),
   ...FETCH_KEYS,
@@ -290,11 +314,30 @@ interface Settings {
   readonly policy: ResolvedPolicy;
   /** The policy of each origin, with its own budget; undefined when one budget serves all. */
   readonly origins: OriginBudgets<ResolvedPolicy> | undefined;
+  /** A circuit breaker per origin, when enabled. */
+  readonly breakers: BreakerRegistry | undefined;
   readonly hooks: FetchHooks;
   /** Responses to requests that carry an Idempotency-Key: a 409 or 422 on them is final. */
   readonly keyed: WeakSet<object>;
   /** Bare TypeErrors that a fetch call threw for a failed connection (a browser's). */
   readonly networkErrors: WeakSet<object>;
+}
+
+/** Turns createFetch's `breaker` option into a registry of breakers per origin, or none. */
+function checkBreakers(
+  breaker: unknown,
+  clock: Clock,
+  random: RandomSource,
+): BreakerRegistry | undefined {
+  if (breaker === undefined || breaker === false) return undefined;
+  if (breaker instanceof BreakerRegistry) return breaker;
+  if (breaker === true) return new BreakerRegistry({ clock, random });
+  if (typeof breaker === 'object' && breaker !== null && !Array.isArray(breaker)) {
+    return new BreakerRegistry({ clock, random, ...(breaker as BreakerRegistryOptions) });
+  }
+  throw new TypeError(
+    `stormproof: ${OWNER} breaker must be true, false, a BreakerRegistry or its options, got ${show(breaker)}`,
+  );
 }
 
 const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
@@ -412,7 +455,16 @@ function isKeyConflict(context: RetryDecisionContext, keyed: WeakSet<object>): b
 export function createFetch(options?: CreateFetchOptions): FetchFunction {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KNOWN_KEYS);
-  const { fetch, idempotencyKey, attemptHeader, retryMethods, maxOrigins, budget, ...rest } = o;
+  const {
+    fetch,
+    idempotencyKey,
+    attemptHeader,
+    retryMethods,
+    maxOrigins,
+    budget,
+    breaker,
+    ...rest
+  } = o;
   const makeBudget = checkBudgetFactory(budget);
   const resolved = resolvePolicy(
     OWNER,
@@ -466,6 +518,7 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
       },
     }),
     origins: undefined as OriginBudgets<ResolvedPolicy> | undefined,
+    breakers: checkBreakers(breaker, resolved.clock, resolved.random),
     keyed,
     networkErrors,
   };
@@ -647,6 +700,7 @@ async function send(
   };
 
   const call: CallOptions = { signal: callerSignal };
+  if (settings.breakers !== undefined) call.breaker = settings.breakers.get(originOf(url));
   const { onRetry, onGiveUp, onSuccess } = settings.hooks;
   if (onRetry !== undefined || onGiveUp !== undefined || onSuccess !== undefined) {
     let about: { method: string; url: string } | undefined;
