@@ -1,7 +1,7 @@
 // The loop shared by `every` and `daily`: wait for the next slot on wall time, run the task
 // unless the previous run is still going, repeat. Each slot is computed from absolute time, so
 // a timer that fires late never shifts the ones after it.
-import type { Clock } from '../clock.js';
+import { type Clock, MAX_TIMER_MS } from '../clock.js';
 
 /** One run of a timer's task. */
 export interface TimerRun {
@@ -42,9 +42,6 @@ export interface ScheduleSettings {
   readonly onError: ((error: unknown, run: TimerRun) => void) | undefined;
 }
 
-// setTimeout's longest delay (2^31 - 1 ms); a longer wait is taken in steps.
-const LONGEST_SLEEP = 2_147_483_647;
-const NEVER_ABORTED = new AbortController().signal;
 
 /** Calls a hook; an error from it goes to onError, never to an unhandled rejection. */
 function report(s: ScheduleSettings, call: () => void, run: TimerRun): void {
@@ -69,14 +66,16 @@ export async function runSchedule(
   task: (run: TimerRun) => unknown,
   s: ScheduleSettings,
 ): Promise<void> {
-  const signal = s.signal ?? NEVER_ABORTED;
+  // Made here, not at import: workers forbid making one in global scope.
+  const signal = s.signal ?? new AbortController().signal;
   let running: Promise<void> | undefined;
   if (signal.aborted) return;
   let slot = firstAfter(schedule, s.wallClock(), Number.NEGATIVE_INFINITY);
   try {
     for (;;) {
       for (let left = slot.at - s.wallClock(); left > 0; left = slot.at - s.wallClock()) {
-        await s.clock.sleep(Math.min(left, LONGEST_SLEEP), s.signal);
+        // An injected clock may not chain long waits as the system clock does: take them in steps.
+        await s.clock.sleep(Math.min(left, MAX_TIMER_MS), s.signal);
       }
       const following = firstAfter(schedule, s.wallClock(), slot.index + 1);
       const run: TimerRun = { scheduledAt: slot.at, signal };
