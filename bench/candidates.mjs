@@ -49,6 +49,22 @@ export function successPath() {
       new Promise((resolve, reject) => {
         fn().then(resolve, reject);
       }),
+    // The other way to keep a deadline: a platform timer per call, armed and cleared (stormproof
+    // instead puts calls that share a deadline in one list behind one timer).
+    'own promise + a timer per call': (fn) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('deadline')), 3000);
+        fn().then(
+          (value) => {
+            clearTimeout(timer);
+            resolve(value);
+          },
+          (error) => {
+            clearTimeout(timer);
+            reject(error);
+          },
+        );
+      }),
     'stormproof retry()': (fn) => retry(fn),
     // A fresh options literal per call, as people write it inline: resolved and checked each time.
     'stormproof retry(fn, options)': (fn) => retry(fn, { maxAttempts: 3, deadlineMs: 2000 }),
