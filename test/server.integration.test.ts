@@ -5,6 +5,8 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import { serve } from '@hono/node-server';
+import connect from 'connect';
+import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -349,6 +351,31 @@ describe('frameworks', () => {
     await delay(20);
     expect(shed.shedder.stats()).toMatchObject({ inflight: 0, admitted: 1 });
   });
+
+  for (const [name, makeApp] of [
+    ['Express', () => express()],
+    ['Connect', () => connect()],
+  ] as const) {
+    it(`${name}: the node middleware as app.use(shed)`, async () => {
+      const shed = nodeMiddleware({ limit: 1, queue: false, ramp: false });
+      const app = makeApp();
+      app.use(shed);
+      app.use((_req: IncomingMessage, res: ServerResponse) => {
+        void delay(200).then(() => res.end('ok'));
+      });
+      const url = await listen(http.createServer(app));
+      const slow = fetch(url);
+      await delay(50);
+      const rejected = await fetch(url);
+      expect(rejected.status).toBe(503);
+      expect(Number(rejected.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(Number(rejected.headers.get('stormproof-pushback-ms'))).toBeGreaterThanOrEqual(0);
+      await rejected.text();
+      expect(await (await slow).text()).toBe('ok');
+      await delay(20);
+      expect(shed.shedder.stats()).toMatchObject({ inflight: 0, admitted: 1 });
+    });
+  }
 
   it('Hono: the web middleware around app.fetch', async () => {
     const shed = webMiddleware({ limit: 1, queue: false, ramp: false });
