@@ -144,3 +144,20 @@ describe('createFetch({ breaker })', () => {
     expect(() => createFetch({ breaker: null as never })).toThrow(/breaker/);
   });
 });
+
+describe('a refused retry returns the last failed value whole', () => {
+  it('createFetch: when the breaker refuses the retry, the last 503 is returned with its body unread', async () => {
+    const clock = new ManualClock();
+    const fetch = createFetch({
+      fetch: async () => new Response('busy, try later', { status: 503 }),
+      clock,
+      breaker: { consecutiveFailures: 1, random: () => 0 },
+      baseDelayMs: 0,
+      maxDelayMs: 0,
+      budget: false,
+    });
+    const res = await fetch('https://down.example/a');
+    expect(getRetryReport(res)).toMatchObject({ reason: 'breaker-open', attempts: 1 });
+    expect(await res.text()).toBe('busy, try later');
+  });
+});

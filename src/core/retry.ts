@@ -220,6 +220,13 @@ class Call<T> implements Deadline, AbortWatcher {
       }
       this.admission = admission;
     }
+    // The failed value of the last attempt is dropped only now that a new attempt starts: a
+    // call that ends during the wait (deadline, breaker) still returns it whole.
+    const last = this.failure;
+    if (last?.isValue) {
+      this.failure = undefined;
+      this.check?.discard?.(last.error as T);
+    }
     const scope = new AttemptScope<T>(attempt);
     this.scope = scope;
     this.phase = Phase.Attempt;
@@ -413,7 +420,7 @@ class Call<T> implements Deadline, AbortWatcher {
     }
     if (decision.action !== 'retry') return;
     const policy = this.policy;
-    const { error, isValue } = this.failure!;
+    const { error } = this.failure!;
     const state = this.current();
     this.verdict = decision.verdict;
     if (policy.onRetry !== undefined || this.call?.onRetry !== undefined) {
@@ -428,7 +435,6 @@ class Call<T> implements Deadline, AbortWatcher {
       emit(this.call?.onRetry, event);
       if (this.phase === Phase.Done) return; // A hook aborted the call.
     }
-    if (isValue) this.check?.discard?.(error as T);
     this.next = decision.state;
     if (decision.delayMs <= 0) {
       this.waited();
@@ -484,6 +490,9 @@ class Call<T> implements Deadline, AbortWatcher {
     }
     const waitedMs = phase === Phase.Waiting ? this.policy.clock.now() - this.waitStartedAt : 0;
     this.recordOutcome('ignored');
+    // A failed value kept through the wait will not be returned now.
+    const last = this.failure;
+    if (last?.isValue) this.check?.discard?.(last.error as T);
     this.failure = { error: reason, isValue: false };
     this.giveUp('aborted', undefined, undefined, waitedMs);
   }
