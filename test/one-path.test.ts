@@ -1,7 +1,7 @@
 // One path through the driver: the same random scenario (outcomes, timings, aborts, hooks), run
 // through every combination of the options that chose a different path before (a caller signal
-// or none, an attempt timeout or none, hooks or none, a budget or none), must give the same
-// result, report, attempts, waits, settle time and hook events. And whatever the operation does,
+// or none, an attempt timeout or none, hooks or none, a budget or none) and of a breaker that
+// always admits, must give the same result, report, attempts, waits, settle time and hook events. And whatever the operation does,
 // the call settles by its deadline (within the clock's lateness) and leaves nothing behind.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -45,6 +45,7 @@ interface Variant {
   attemptTimeout: boolean;
   hooks: boolean;
   budget: boolean;
+  breaker: boolean;
 }
 
 /** Every combination that applies: without an abort in the scenario, signals may be absent. */
@@ -55,9 +56,18 @@ function variants(scenario: Scenario): Variant[] {
   for (const signal of signals)
     for (const attemptTimeout of [false, true])
       for (const hooks of [false, true])
-        for (const budget of [false, true]) all.push({ signal, attemptTimeout, hooks, budget });
+        for (const budget of [false, true])
+          for (const breaker of [false, true])
+            all.push({ signal, attemptTimeout, hooks, budget, breaker });
   return all;
 }
+
+/** A breaker that always admits: present, asked and told, but never the reason for anything. */
+const admitting = () => ({
+  key: 'always-closed',
+  admit: () => ({ admitted: true as const, probe: false }),
+  record: () => {},
+});
 
 /** A budget that always allows: present, asked, but never the reason for anything. */
 const permissive = (): Budget => ({
@@ -123,6 +133,7 @@ async function run(
     maxAttempts: scenario.maxAttempts,
     budget: variant.budget ? permissive() : false,
   };
+  if (variant.breaker) options.breaker = admitting() as unknown as RetryOptions['breaker'];
   if (variant.signal !== 'none') options.signal = controller.signal;
   // Longer than the deadline: it must change nothing.
   if (variant.attemptTimeout) options.attemptTimeoutMs = scenario.deadlineMs * 3;
