@@ -29,6 +29,9 @@ const HTTP_STATUS = [
   200, 499, 500, 400, 504, 404, 409, 403, 429, 400, 409, 400, 501, 500, 503, 500, 401,
 ] as const;
 
+/** How close to its deadline a call that ends without a status counts as timed out. */
+const DEADLINE_SLACK_MS = 20;
+
 function httpStatusOf(code: number): number {
   return HTTP_STATUS[code] ?? 500;
 }
@@ -127,10 +130,13 @@ export function createAdmissionInterceptor(
           },
           onCancel() {
             if (ended) return;
-            // grpc-js ends a call at its deadline without a status through interceptors.
+            // grpc-js ends a call at its deadline without a status through interceptors. Its
+            // deadline timer runs on the event loop's clock, which can lag Date.now() by a busy
+            // tick: a call that ends this close to its deadline ended at the deadline.
             const deadline = call.getDeadline();
             const at = deadline instanceof Date ? deadline.getTime() : deadline;
-            release(httpStatusOf(Date.now() >= at ? CODE.DEADLINE_EXCEEDED : CODE.CANCELLED));
+            const timedOut = Date.now() >= at - DEADLINE_SLACK_MS;
+            release(httpStatusOf(timedOut ? CODE.DEADLINE_EXCEEDED : CODE.CANCELLED));
           },
         });
       },
