@@ -42,6 +42,7 @@ export interface ScheduleSettings {
   readonly onError: ((error: unknown, run: TimerRun) => void) | undefined;
 }
 
+
 /** Calls a hook; an error from it goes to onError, never to an unhandled rejection. */
 function report(s: ScheduleSettings, call: () => void, run: TimerRun): void {
   try {
