@@ -57,7 +57,12 @@ describe('package', () => {
   });
 
   it('serves stormproof/grpc through import and require()', () => {
-    const names = ['createRetryInterceptor', 'toServiceConfig', 'parsePushback'];
+    const names = [
+      'createRetryInterceptor',
+      'createAdmissionInterceptor',
+      'toServiceConfig',
+      'parsePushback',
+    ];
     const code = (load: string) =>
       `${load}; console.log(${JSON.stringify(names)}.map((k) => typeof g[k]).join());`;
     const expected = names.map(() => 'function').join();

@@ -5,7 +5,10 @@
  * each call through stormproof's engine (strict pushback, RetryInfo, throttling that never
  * waits, the call's deadline as total deadline), or `toServiceConfig(options)`, a service config
  * for grpc-js's own retries. docs/grpc.md says when to choose which and where grpc-js differs
- * from A6. Needs `@grpc/grpc-js` (an optional peer dependency) for the interceptor.
+ * from A6. On the server, `createAdmissionInterceptor(options)` puts stormproof/server's engine
+ * in front of gRPC methods: UNAVAILABLE with a spread `grpc-retry-pushback-ms`, or -1 when the
+ * whole service is overloaded. Needs `@grpc/grpc-js` (an optional peer dependency) for the
+ * interceptors.
  *
  * @example
  * ```ts
@@ -17,6 +20,8 @@
  *
  * @module
  */
+
+export { type AdmissionInterceptor, createAdmissionInterceptor } from './admission.js';
 export {
   createRetryInterceptor,
   PREVIOUS_ATTEMPTS_HEADER,

@@ -2,8 +2,9 @@
 // file of stormproof/server that knows Node's types.
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { OVERLOADED_HEADER } from '../../core/classify.js';
+import { shedderOf } from '../engine.js';
 import type { HeaderReader } from '../request-info.js';
-import { createShedder, type Shedder, type ShedderOptions, saysDoNotRetry } from '../shedder.js';
+import { type Shedder, type ShedderOptions, saysDoNotRetry } from '../shedder.js';
 
 /** Connect-style middleware; `next(error)` is never called by it. */
 export type NodeMiddleware = ((
@@ -11,12 +12,6 @@ export type NodeMiddleware = ((
   res: ServerResponse,
   next: (error?: Error) => void,
 ) => void) & { readonly shedder: Shedder };
-
-function engine(from: Shedder | ShedderOptions | undefined): Shedder {
-  return from !== undefined && typeof (from as Shedder).admit === 'function'
-    ? (from as Shedder)
-    : createShedder(from as ShedderOptions | undefined);
-}
 
 /** Reads a Node request's header by lower-case name (the first value of a repeated one). */
 export function nodeHeaderReader(req: IncomingMessage): HeaderReader {
@@ -64,7 +59,7 @@ function markDoNotRetry(res: ServerResponse): void {
  * ```
  */
 export function nodeMiddleware(options?: Shedder | ShedderOptions): NodeMiddleware {
-  const shedder = engine(options);
+  const shedder = shedderOf(options);
   const middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void) => {
     const caller = {
       get aborted() {

@@ -1,20 +1,14 @@
 // The web-standard adapter: Request in, Response out (Hono, Bun, Deno, workers, any fetch
 // handler). Everything it decides comes from the engine.
 import { OVERLOADED_HEADER } from '../../core/classify.js';
-import { createShedder, type Shedder, type ShedderOptions } from '../shedder.js';
+import { shedderOf } from '../engine.js';
+import type { Shedder, ShedderOptions } from '../shedder.js';
 
 /** A fetch-style handler's middleware: answer itself, or pass the request on to `next`. */
 export type WebMiddleware = ((
   request: Request,
   next: (request: Request) => Promise<Response>,
 ) => Promise<Response>) & { readonly shedder: Shedder };
-
-/** An engine made by `createShedder`, or options to make one. */
-function engine(from: Shedder | ShedderOptions | undefined): Shedder {
-  return from !== undefined && typeof (from as Shedder).admit === 'function'
-    ? (from as Shedder)
-    : createShedder(from as ShedderOptions | undefined);
-}
 
 /**
  * Sheds load in front of a fetch-style handler. A rejection is answered from the headers alone,
@@ -27,7 +21,7 @@ function engine(from: Shedder | ShedderOptions | undefined): Shedder {
  * ```
  */
 export function webMiddleware(options?: Shedder | ShedderOptions): WebMiddleware {
-  const shedder = engine(options);
+  const shedder = shedderOf(options);
   const middleware = async (
     request: Request,
     next: (request: Request) => Promise<Response>,
