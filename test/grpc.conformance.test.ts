@@ -10,6 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createRetryInterceptor, type RetryInterceptorOptions } from '../src/grpc/index.js';
 import { call, connect, type ScriptedServer, SERVICE, startServer } from './helpers/grpc.js';
 import * as proto from './helpers/proto.js';
+import { hideExpectedWarnings } from './helpers/warnings.js';
+
+hideExpectedWarnings(['STORMPROOF_GRPC_MAX_ATTEMPTS', 'TimeoutOverflowWarning']);
 
 const OK = 0;
 const CANCELLED = 1;

@@ -21,6 +21,9 @@ import { checkStack } from '../src/sim/check.js';
 import { instantClock, ManualClock } from './helpers/clocks.js';
 import { call, connect, type ScriptedServer, SERVICE, startServer } from './helpers/grpc.js';
 import * as proto from './helpers/proto.js';
+import { hideExpectedWarnings } from './helpers/warnings.js';
+
+hideExpectedWarnings(['STORMPROOF_GRPC_MAX_ATTEMPTS', 'TimeoutOverflowWarning']);
 
 const OK = 0;
 const INVALID_ARGUMENT = 3;
