@@ -487,16 +487,19 @@ function list(names: readonly string[]): string {
  *   case of the layer below, whichever is shorter; the layer takes `attempts` of those plus its
  *   longest total backoff, and never more than its `deadlineMs`. Retry-After pauses are not
  *   counted;
+ * - a layer's breaker: once open, no calls at the bottom per user request, only its probes per
+ *   open period (multiplied by the retrying layers below it);
  * - warnings: more than one layer retries; a layer retries at once or without jitter; retries
- *   non-idempotent calls; retries without a budget; makes more than 5 attempts; and nothing
- *   bounds the latency.
+ *   non-idempotent calls; retries without a budget (said differently for a layer a breaker
+ *   stops); makes more than 5 attempts; and nothing bounds the latency;
+ * - notes: the stack retries and no layer has a breaker.
  *
  * @throws TypeError or RangeError naming the field (`layers[1].attempts`) and the value at fault.
  * @example
  * ```ts
  * checkStack({ layers: [
  *   { name: 'client library', attempts: 4, baseDelayMs: 200, maxDelayMs: 5000, jitter: 'full', timeoutMs: 1000, budget: true },
- * ] }); // { worstCaseBottomCalls: 4, worstCaseLatencyMs: 5400, warnings: [], ... }
+ * ] }); // { worstCaseBottomCalls: 4, worstCaseLatencyMs: 5400, warnings: [], notes: [...], ... }
  * ```
  */
 export function checkStack(stack: unknown): StackReport {
