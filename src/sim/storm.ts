@@ -5,8 +5,8 @@
 // decision is the library's own `step` function, fed the simulator's clock and seeded random
 // source: the naive setup is the engine configured as the storm story's old stack (4 attempts, no
 // wait, no budget), the stormproof setup is one engine-driven retry layer with full jitter, a
-// retry budget and Retry-After. The model and every parameter are described in
-// docs/storm-model.md.
+// retry budget and Retry-After, and optionally the engine's CircuitBreaker per partner instance.
+// The model and every parameter are described in docs/storm-model.md.
 import { type BreakerAdmission, CircuitBreaker } from '../core/breaker/breaker.js';
 import { type BreakerOptions, resolveBreakerOptions } from '../core/breaker/options.js';
 import type { Budget } from '../core/budgets/budget.js';
