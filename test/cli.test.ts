@@ -154,6 +154,24 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
     ])) as Record<string, unknown>;
     expect(manual).toMatchObject({ policy: 'naive', manualRecovery: true });
   });
+
+  it('storm --breaker: a circuit breaker per partner instance, stormproof only', async () => {
+    const args = ['sim', 'storm', '--policy', 'stormproof', ...SMALL_STORM];
+    const plain = (await json(args)) as Record<string, unknown>;
+    const guarded = (await json([...args, '--breaker'])) as Record<string, unknown>;
+    expect(plain).toMatchObject({ policy: 'stormproof', breaker: false });
+    expect(guarded).toMatchObject({ policy: 'stormproof', breaker: true });
+    expect(guarded.failedUserRequests).not.toBe(plain.failedUserRequests);
+    const text = await cli([...args, '--breaker']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('storm: stormproof + breaker');
+    expect(text.stdout).toMatch(/The breakers opened [\d,]+ times and refused [\d,]+ calls\./);
+    const naive = await cli(['sim', 'storm', '--breaker', ...SMALL_STORM]);
+    expect(naive.code).toBe(2);
+    expect(naive.stderr).toBe(
+      'stormproof sim storm: --breaker needs --policy stormproof (the naive stack has no breaker), got --policy naive (the default)\n',
+    );
+  });
 });
 
 describe.concurrent('text output and charts', () => {
@@ -310,6 +328,47 @@ describe.concurrent('stormproof check', () => {
     const r = await cli(['check', clean, '--strict']);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('No warnings.');
+    // A note is a fact, not a broken rule: --strict passes.
+    expect(r.stdout).toContain('Notes (1):');
+    expect(r.stdout).toContain('No layer has a circuit breaker');
+  });
+
+  it("a layer's breaker: what it changes once open, in the table's text and in --json", async () => {
+    const file = join(dir, 'breaker-stack.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        layers: [
+          {
+            name: 'client library',
+            attempts: 4,
+            baseDelayMs: 200,
+            maxDelayMs: 5000,
+            jitter: 'full',
+            timeoutMs: 1000,
+            deadlineMs: 3000,
+            budget: true,
+            breaker: true,
+          },
+          { name: 'API gateway', attempts: 1, timeoutMs: 1000 },
+        ],
+      }),
+    );
+    const text = await cli(['check', file, '--strict']);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(
+      "client library's circuit breaker opens after 5 failures in a row; once open in a long outage it sends 0 calls per user request, only 1 at the bottom per open period (2,500 to 5,000 ms at first, growing to 150,000 to 300,000 ms): at most 8 probes in 10 minutes, per breaker.",
+    );
+    expect(text.stdout).not.toContain('Notes');
+    const r = (await json(['check', file])) as {
+      notes: unknown[];
+      layers: { breaker?: unknown }[];
+    };
+    expect(r.notes).toEqual([]);
+    expect(r.layers[0]!.breaker).toMatchObject({
+      bottomCallsWhileOpen: 0,
+      maxProbesIn10Minutes: 8,
+    });
   });
 
   it('names the file and the field at fault, with exit code 2', async () => {
@@ -329,6 +388,17 @@ describe.concurrent('stormproof check', () => {
     expect(field.code).toBe(2);
     expect(field.stderr).toBe(
       `stormproof check: ${wrong}: stack layers[0].attempts must be an integer, got "three"\n`,
+    );
+
+    const breaker = join(dir, 'breaker.json');
+    writeFileSync(
+      breaker,
+      JSON.stringify({ layers: [{ name: 'gateway', attempts: 2, breaker: { opnMs: 1 } }] }),
+    );
+    const breakerField = await cli(['check', breaker]);
+    expect(breakerField.code).toBe(2);
+    expect(breakerField.stderr).toMatch(
+      /stack layers\[0\]\.breaker has no field "opnMs" \(did you mean "openMs"\?\)/,
     );
 
     const none = await cli(['check']);

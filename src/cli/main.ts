@@ -147,6 +147,11 @@ function checkStormFlags(command: string, args: readonly string[], values: Value
   const duration = values.durationSeconds as number;
   const faultAt = values.faultAtSeconds as number;
   const faultSeconds = values.faultSeconds as number;
+  if (values.breaker === true && values.policy !== 'stormproof') {
+    throw new UsageError(
+      `${command}: --breaker needs --policy stormproof (the naive stack has no breaker), got ${show('policy', values.policy)}`,
+    );
+  }
   if (faultAt + faultSeconds > duration) {
     throw new UsageError(
       `${command}: the run ends before the failover does: ${show('fault-at', faultAt)} and ${show('fault-seconds', faultSeconds)} need ${show('duration', duration)} to be at least ${faultAt + faultSeconds}; give --duration ${faultAt + faultSeconds} or more, or a smaller --fault-at or --fault-seconds`,
@@ -324,10 +329,21 @@ function checkText(file: string, report: StackReport): string {
     '',
     `Worst case per user request: ${num(report.worstCaseBottomCalls)} calls at the bottom, latency ${ms(report.worstCaseLatencyMs)}.`,
   ];
+  for (const l of report.layers) {
+    const b = l.breaker;
+    if (b === undefined) continue;
+    lines.push(
+      `${l.name}'s circuit breaker opens after ${b.opensAfter}; once open in a long outage it sends ${num(b.bottomCallsWhileOpen)} calls per user request, only ${num(b.bottomCallsPerOpenPeriod)} at the bottom per open period (${num(b.firstOpenMs[0])} to ${num(b.firstOpenMs[1])} ms at first, growing to ${num(b.longestOpenMs[0])} to ${num(b.longestOpenMs[1])} ms): at most ${num(b.maxProbesIn10Minutes)} probes in 10 minutes, per breaker.`,
+    );
+  }
   if (report.warnings.length === 0) lines.push('No warnings.');
   else {
     lines.push('', `Warnings (${report.warnings.length}):`);
     for (const w of report.warnings) lines.push(`  - ${w}`);
+  }
+  if (report.notes.length > 0) {
+    lines.push('', `Notes (${report.notes.length}):`);
+    for (const n of report.notes) lines.push(`  - ${n}`);
   }
   return `${lines.join('\n')}\n`;
 }
@@ -375,6 +391,7 @@ function check(args: readonly string[], io: Io): number {
         worstCaseBottomCalls: report.worstCaseBottomCalls,
         worstCaseLatencyMs: report.worstCaseLatencyMs,
         warnings: report.warnings,
+        notes: report.notes,
         layers: report.layers,
       })}\n`,
     );

@@ -532,10 +532,11 @@ export const STORM_MODEL_OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
-function stormOptions(values: Values, policy: string, manualRecovery: boolean) {
+function stormOptions(values: Values, policy: string, manualRecovery: boolean, breaker = false) {
   return defined({
     policy,
     manualRecovery,
+    breaker,
     seed: values.seed,
     rps: values.rps,
     durationSeconds: values.durationSeconds,
@@ -549,6 +550,7 @@ export function stormFigures(r: StormResult) {
   return {
     policy: r.parameters.policy,
     manualRecovery: r.parameters.manualRecovery,
+    breaker: r.parameters.breaker !== false,
     normalRps: r.normalRps,
     peakRpsAfterFailover: r.peakRpsAfterFailover,
     peakEdgeRps: r.peakEdgeRps,
@@ -561,7 +563,8 @@ export function stormFigures(r: StormResult) {
 
 /** A storm run's name for tables and charts. */
 export function stormName(r: StormResult): string {
-  return `${r.parameters.policy}${r.parameters.manualRecovery ? ' + manual recovery' : ''}`;
+  const p = r.parameters;
+  return `${p.policy}${p.breaker === false ? '' : ' + breaker'}${p.manualRecovery ? ' + manual recovery' : ''}`;
 }
 
 function recovered(r: StormResult): string {
@@ -706,12 +709,27 @@ const storm: Scenario = {
       default: 'naive',
       help: 'the retry setup',
     },
+    {
+      flag: 'breaker',
+      key: 'breaker',
+      kind: { type: 'flag' },
+      default: false,
+      help: "a circuit breaker (stormproof's defaults) in each partner instance's client library; needs --policy stormproof",
+    },
     ...STORM_MODEL_OPTIONS,
   ],
   jobs(values, plot) {
     const policy = String(values.policy);
     const jobs: Job[] = [
-      { runner: 'storm', options: stormOptions(values, policy, values.manualRecovery === true) },
+      {
+        runner: 'storm',
+        options: stormOptions(
+          values,
+          policy,
+          values.manualRecovery === true,
+          values.breaker === true,
+        ),
+      },
     ];
     if (plot) {
       const other = policy === 'naive' ? 'stormproof' : 'naive';
@@ -724,10 +742,16 @@ const storm: Scenario = {
   },
   text([result]) {
     const r = result as StormResult;
-    return [
+    const lines = [
       `storm: ${stormName(r)}, ${num(r.parameters.rps)} requests/s, database failover at ${r.parameters.faultAtSeconds} s for ${r.parameters.faultSeconds} s`,
       stormTable([r]),
-    ].join('\n');
+    ];
+    if (r.parameters.breaker !== false) {
+      lines.push(
+        `The breakers opened ${num(r.totals.breakerOpenings)} times and refused ${num(r.totals.breakerRefusals)} calls.`,
+      );
+    }
+    return lines.join('\n');
   },
   report(results) {
     const runs = results as StormResult[];

@@ -1,6 +1,7 @@
 // `stormproof check`: reads a description of the retry layers of a stack and answers, before any
 // outage does, how many calls one user request can become at the bottom, how long the user can
 // wait, and which of the storm story's rules the stack breaks.
+import { resolveBreakerOptions } from '../core/breaker/options.js';
 import { checkNumber, closest, show } from '../core/validate.js';
 import { readGrpcServiceConfig } from './grpc-layer.js';
 
@@ -42,6 +43,13 @@ export interface StackLayer {
   /** With `stormproof`: the policy option that turns that rule off. Default `false`. */
   readonly allowNestedRetries?: boolean;
   /**
+   * Whether a circuit breaker guards the calls this layer makes: `true` for stormproof's
+   * defaults, or the breaker's options by their `BreakerOptions` names (`consecutiveFailures`,
+   * `failureRatio`, `windowMs`, `minimumCalls`, `openMs`, `maxOpenMs`, `probes`,
+   * `successesToClose`). Default `false`.
+   */
+  readonly breaker?: boolean | StackBreaker;
+  /**
    * A gRPC layer: its service config (the JSON given to `grpc.service_config`). Its first
    * retryPolicy stands for `attempts` (capped at 5, as gRPC does), `baseDelayMs`, `maxDelayMs`,
    * the backoff multiplier and A6's band jitter; `retryThrottling` counts as a budget and the
@@ -60,6 +68,26 @@ export interface StackLayer {
   readonly maxAttempts?: number;
   /** The same as `timeoutMs`, by the policy's name. */
   readonly attemptTimeoutMs?: number;
+}
+
+/** A layer's circuit breaker, as `check` reads it: the breaker's own options, every one optional. */
+export interface StackBreaker {
+  /** Failures in a row that open it (not used with `failureRatio`). Default 5. */
+  readonly consecutiveFailures?: number;
+  /** Opens on this share of failures in `windowMs` instead, from 0 (exclusive) to 1. */
+  readonly failureRatio?: number;
+  /** The window of `failureRatio`, in ms. Default 30,000. */
+  readonly windowMs?: number;
+  /** The fewest calls in the window before `failureRatio` can open it. Default 100. */
+  readonly minimumCalls?: number;
+  /** The first open period's ceiling, in ms. Default 5,000. */
+  readonly openMs?: number;
+  /** The largest open period's ceiling, in ms. Default 300,000. */
+  readonly maxOpenMs?: number;
+  /** Calls a half-open breaker lets through at once. Default 1. */
+  readonly probes?: number;
+  /** Probe successes that close it. Default 1. */
+  readonly successesToClose?: number;
 }
 
 /** A stack, as `check` reads it from JSON: its layers from the top (nearest the user) down. */
@@ -89,6 +117,33 @@ export interface StackLayerReport {
   readonly maxTotalBackoffMs: number | null;
   /** The longest one call to it can take, in ms, the layers below included (null: unbounded). */
   readonly worstCaseLatencyMs: number | null;
+  /** What its circuit breaker changes in a long outage, when it has one. */
+  readonly breaker?: StackBreakerReport;
+}
+
+/**
+ * What a layer's circuit breaker changes in an outage that lasts minutes, once it has opened.
+ * Per breaker: each process (or each key) has its own, unless they share a store.
+ */
+export interface StackBreakerReport {
+  /** What opens it, in words: "5 failures in a row", "a failure ratio of 50% over at least 100 calls in 30000 ms". */
+  readonly opensAfter: string;
+  /** Calls at the bottom per user request while it is open: 0, every call is refused at once. */
+  readonly bottomCallsWhileOpen: 0;
+  /**
+   * Calls at the bottom per open period: its probes, each one attempt of this layer, which the
+   * retrying layers below it multiply.
+   */
+  readonly bottomCallsPerOpenPeriod: number;
+  /** The first open period, in ms: equal jitter draws it from half of `openMs` to `openMs`. */
+  readonly firstOpenMs: readonly [number, number];
+  /** The longest open period, in ms, reached after failed probes: half of `maxOpenMs` to `maxOpenMs`. */
+  readonly longestOpenMs: readonly [number, number];
+  /**
+   * The most probes it can send in the first 10 minutes open, every probe failing at once and
+   * every period drawn at its shortest.
+   */
+  readonly maxProbesIn10Minutes: number;
 }
 
 /** What {@link checkStack} reports. */
@@ -104,6 +159,12 @@ export interface StackReport {
   readonly worstCaseLatencyMs: number | null;
   /** What the stack does that the storm story warns against, one sentence each. */
   readonly warnings: readonly string[];
+  /**
+   * Facts worth knowing that break no rule, one sentence each (not counted by `--strict`): a
+   * stack that retries with no circuit breaker keeps calling the service for as long as an
+   * outage lasts.
+   */
+  readonly notes: readonly string[];
   /** Each layer's worst case, top first. */
   readonly layers: readonly StackLayerReport[];
 }
@@ -130,7 +191,21 @@ const LAYER_KEYS = [
   'grpc',
   'stormproof',
   'allowNestedRetries',
+  'breaker',
 ] as const;
+/** The breaker options a stack file may give: the rules, not the hooks, clock or store. */
+const BREAKER_KEYS = [
+  'consecutiveFailures',
+  'failureRatio',
+  'windowMs',
+  'minimumCalls',
+  'openMs',
+  'maxOpenMs',
+  'probes',
+  'successesToClose',
+] as const;
+/** A long outage, for the count of probes: "outages that last minutes". */
+const LONG_OUTAGE_MS = 600_000;
 /** The fields a gRPC layer's service config stands for. */
 const GRPC_FIELDS = ['attempts', 'baseDelayMs', 'maxDelayMs', 'jitter', 'budget', 'deadlineMs'];
 const JITTERS: readonly string[] = ['none', 'full', 'equal', 'decorrelated', 'band'];
@@ -153,7 +228,13 @@ interface Layer {
   retriesNonIdempotent: boolean;
   stormproof: boolean;
   allowNestedRetries: boolean;
+  breaker: Breaker | undefined;
 }
+
+/** A layer's breaker with its defaults filled, as the engine fills them. */
+type Breaker = Record<Exclude<(typeof BREAKER_KEYS)[number], 'failureRatio'>, number> & {
+  failureRatio: number | undefined;
+};
 
 /** Throws on a field the format does not have, naming it and the nearest known one. */
 function checkFields(at: string, o: Record<string, unknown>, known: readonly string[]): void {
@@ -221,6 +302,60 @@ function readBand(at: string, jitter: object): number {
   return band[1] as number;
 }
 
+/**
+ * A layer's `breaker`: true for the defaults, or the breaker's options, checked and filled by the
+ * breaker's own rules (so a stack file takes exactly what `new CircuitBreaker` takes).
+ */
+function readBreaker(at: string, value: unknown): Breaker | undefined {
+  if (value === undefined || value === false) return undefined;
+  const options = value === true ? {} : value;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} ${at}.breaker must be true, false or an object of breaker options, got ${show(value)}`,
+    );
+  }
+  const o = options as Record<string, unknown>;
+  checkFields(`${OWNER} ${at}.breaker`, o, BREAKER_KEYS);
+  const filled = resolveBreakerOptions(`${OWNER} ${at}.breaker`, o);
+  return {
+    consecutiveFailures: filled.consecutiveFailures,
+    failureRatio: filled.failureRatio,
+    windowMs: filled.windowMs,
+    minimumCalls: filled.minimumCalls,
+    openMs: filled.openMs,
+    maxOpenMs: filled.maxOpenMs,
+    probes: filled.probes,
+    successesToClose: filled.successesToClose,
+  };
+}
+
+/**
+ * A breaker's worst case once open. `callsPerAttempt` is what one attempt of its layer becomes at
+ * the bottom (the product of the attempts below it).
+ */
+function breakerReport(b: Breaker, callsPerAttempt: number): StackBreakerReport {
+  // Each open period is drawn from [ceiling / 2, ceiling]; the ceiling doubles after each failed
+  // probe, from openMs to maxOpenMs. The most probes: every period at its shortest.
+  let probes = 0;
+  let elapsed = 0;
+  for (let level = 0; ; level++) {
+    elapsed += Math.min(b.maxOpenMs, b.openMs * 2 ** level) / 2;
+    if (elapsed > LONG_OUTAGE_MS) break;
+    probes += b.probes;
+  }
+  return {
+    opensAfter:
+      b.failureRatio === undefined
+        ? `${b.consecutiveFailures} failures in a row`
+        : `a failure ratio of ${b.failureRatio * 100}% over at least ${b.minimumCalls} calls in ${b.windowMs} ms`,
+    bottomCallsWhileOpen: 0,
+    bottomCallsPerOpenPeriod: b.probes * callsPerAttempt,
+    firstOpenMs: [b.openMs / 2, b.openMs],
+    longestOpenMs: [b.maxOpenMs / 2, b.maxOpenMs],
+    maxProbesIn10Minutes: probes,
+  };
+}
+
 function readLayer(value: unknown, i: number): Layer {
   const at = `layers[${i}]`;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -277,6 +412,7 @@ function readLayer(value: unknown, i: number): Layer {
     retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
     stormproof: checkBoolean(`${at}.stormproof`, o.stormproof),
     allowNestedRetries: checkBoolean(`${at}.allowNestedRetries`, o.allowNestedRetries),
+    breaker: readBreaker(at, o.breaker),
   };
 }
 
@@ -303,6 +439,7 @@ function readGrpcLayer(o: Record<string, unknown>, at: string, name: string): La
     retriesNonIdempotent: checkBoolean(`${at}.retriesNonIdempotent`, o.retriesNonIdempotent),
     stormproof: checkBoolean(`${at}.stormproof`, o.stormproof),
     allowNestedRetries: checkBoolean(`${at}.allowNestedRetries`, o.allowNestedRetries),
+    breaker: readBreaker(at, o.breaker),
   };
 }
 
@@ -350,16 +487,19 @@ function list(names: readonly string[]): string {
  *   case of the layer below, whichever is shorter; the layer takes `attempts` of those plus its
  *   longest total backoff, and never more than its `deadlineMs`. Retry-After pauses are not
  *   counted;
+ * - a layer's breaker: once open, no calls at the bottom per user request, only its probes per
+ *   open period (multiplied by the retrying layers below it);
  * - warnings: more than one layer retries; a layer retries at once or without jitter; retries
- *   non-idempotent calls; retries without a budget; makes more than 5 attempts; and nothing
- *   bounds the latency.
+ *   non-idempotent calls; retries without a budget (said differently for a layer a breaker
+ *   stops); makes more than 5 attempts; and nothing bounds the latency;
+ * - notes: the stack retries and no layer has a breaker.
  *
  * @throws TypeError or RangeError naming the field (`layers[1].attempts`) and the value at fault.
  * @example
  * ```ts
  * checkStack({ layers: [
  *   { name: 'client library', attempts: 4, baseDelayMs: 200, maxDelayMs: 5000, jitter: 'full', timeoutMs: 1000, budget: true },
- * ] }); // { worstCaseBottomCalls: 4, worstCaseLatencyMs: 5400, warnings: [], ... }
+ * ] }); // { worstCaseBottomCalls: 4, worstCaseLatencyMs: 5400, warnings: [], notes: [...], ... }
  * ```
  */
 export function checkStack(stack: unknown): StackReport {
@@ -408,6 +548,13 @@ export function checkStack(stack: unknown): StackReport {
 
   const warnings: string[] = [];
   const retrying = layers.filter((l) => l.attempts > 1);
+  /** The nearest layer at or above `layer` with a breaker: once open, `layer` gets no calls. */
+  const guardOf = (layer: Layer): Layer | undefined => {
+    for (let i = layers.indexOf(layer); i >= 0; i--) {
+      if (layers[i]!.breaker !== undefined) return layers[i];
+    }
+    return undefined;
+  };
   if (retrying.length > 1) {
     warnings.push(
       `${retrying.length} layers retry (${list(retrying.map((l) => l.name))}): their attempts multiply to ${calls} calls at the bottom per user request. Retry at one layer, usually the one nearest the user, and make the others fail fast.`,
@@ -428,9 +575,22 @@ export function checkStack(stack: unknown): StackReport {
         `${layer.name} retries non-idempotent calls (POST, PATCH): a retry can apply the work twice. Retry them only with an idempotency key.`,
       );
     }
-    if (!layer.budget) {
+    const guard = guardOf(layer);
+    if (!layer.budget && guard === undefined) {
       warnings.push(
         `${layer.name} retries with no retry budget: in a long outage every call makes all ${layer.attempts} attempts. Add a budget of about 10 percent.`,
+      );
+    } else if (!layer.budget && guard !== undefined) {
+      // A breaker at this layer or above stops its calls once open, but not while it is closed.
+      const whose =
+        guard === layer ? 'its circuit breaker' : `the circuit breaker of ${guard.name}`;
+      const b = guard.breaker!;
+      const gap =
+        b.failureRatio === undefined
+          ? `a partial outage never opens it, since any success resets its count of ${b.consecutiveFailures} failures in a row`
+          : `failures under ${b.failureRatio * 100}% never open it`;
+      warnings.push(
+        `${layer.name} retries with no retry budget: ${whose} stops its calls in a long outage once open, but while it is closed every failing call makes all ${layer.attempts} attempts, and ${gap}. Add a budget of about 10 percent.`,
       );
     }
     if (layer.attempts > MAX_SENSIBLE_ATTEMPTS) {
@@ -438,6 +598,12 @@ export function checkStack(stack: unknown): StackReport {
         `${layer.name} makes ${layer.attempts} attempts, more than ${MAX_SENSIBLE_ATTEMPTS} (gRPC caps maxAttempts at 5; the SRE book allows 3). Use 3 or 4.`,
       );
     }
+  }
+  const notes: string[] = [];
+  if (retrying.length > 0 && layers.every((l) => l.breaker === undefined)) {
+    notes.push(
+      `No layer has a circuit breaker: for as long as an outage lasts, minutes or hours, every user request still sends at least 1 call, and up to ${calls}, to the failing service. A breaker at one layer sends none once open, only a probe now and then.`,
+    );
   }
   const top = latency[0]!;
   if (!Number.isFinite(top)) {
@@ -451,6 +617,7 @@ export function checkStack(stack: unknown): StackReport {
     worstCaseBottomCalls: calls,
     worstCaseLatencyMs: finite(top),
     warnings,
+    notes,
     layers: layers.map((layer, i) => ({
       name: layer.name,
       attempts: layer.attempts,
@@ -458,6 +625,9 @@ export function checkStack(stack: unknown): StackReport {
       worstCaseCallsReceived: received[i]!,
       maxTotalBackoffMs: finite(backoff[i]!),
       worstCaseLatencyMs: finite(latency[i]!),
+      ...(layer.breaker === undefined
+        ? {}
+        : { breaker: breakerReport(layer.breaker, calls / received[i]! / layer.attempts) }),
     })),
   };
 }

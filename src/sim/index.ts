@@ -25,6 +25,8 @@ export {
 export {
   checkStack,
   type Stack,
+  type StackBreaker,
+  type StackBreakerReport,
   type StackJitter,
   type StackLayer,
   type StackLayerReport,
@@ -85,6 +87,7 @@ export {
 export { type MutableIndexed, PythonRandom } from './python-random.js';
 export {
   runStorm,
+  type StormBreakerOptions,
   type StormOptions,
   type StormParameters,
   type StormPolicy,

@@ -5,8 +5,10 @@
 // decision is the library's own `step` function, fed the simulator's clock and seeded random
 // source: the naive setup is the engine configured as the storm story's old stack (4 attempts, no
 // wait, no budget), the stormproof setup is one engine-driven retry layer with full jitter, a
-// retry budget and Retry-After. The model and every parameter are described in
-// docs/storm-model.md.
+// retry budget and Retry-After, and optionally the engine's CircuitBreaker per partner instance.
+// The model and every parameter are described in docs/storm-model.md.
+import { type BreakerAdmission, CircuitBreaker } from '../core/breaker/breaker.js';
+import { type BreakerOptions, resolveBreakerOptions } from '../core/breaker/options.js';
 import type { Budget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import type { Clock } from '../core/clock.js';
@@ -49,6 +51,23 @@ export interface StormRetryPolicy
   budget?: (() => Budget) | false | undefined;
 }
 
+/**
+ * The rules of the circuit breaker each partner instance's client library gets (see
+ * {@link StormOptions.breaker}): the options of `new CircuitBreaker`, without the clock and random
+ * source (the simulator's) and without hooks or a store.
+ */
+export type StormBreakerOptions = Pick<
+  BreakerOptions,
+  | 'consecutiveFailures'
+  | 'failureRatio'
+  | 'windowMs'
+  | 'minimumCalls'
+  | 'openMs'
+  | 'maxOpenMs'
+  | 'probes'
+  | 'successesToClose'
+>;
+
 /** The options of {@link runStorm}. Every field is optional; see docs/storm-model.md for why each default is what it is. */
 export interface StormOptions {
   /**
@@ -75,6 +94,19 @@ export interface StormOptions {
    * ```
    */
   manualRecovery?: boolean | undefined;
+  /**
+   * Gives the client library of each partner instance a circuit breaker (the engine's
+   * `breaker` option: one `CircuitBreaker` per instance, as `createFetch({ breaker: true })` makes
+   * one per origin), on the simulator's clock and random source. `true` for the breaker's
+   * defaults, or its options. Only with `policy: 'stormproof'`.
+   * @default false
+   * @example
+   * ```ts
+   * runStorm({ policy: 'stormproof', breaker: true })
+   * runStorm({ policy: 'stormproof', breaker: { openMs: 1000, maxOpenMs: 5000 } })
+   * ```
+   */
+  breaker?: boolean | StormBreakerOptions | undefined;
   /**
    * Seed of the one CPython-compatible generator (`random.Random(seed)`) behind every random
    * draw: arrivals, forecast keys, network delays, jitter. The same seed gives the same run.
@@ -417,6 +449,8 @@ export interface StormSecond {
   readonly busyConnections: number;
   /** Share of partner instances the edge lets through at the end of the second. */
   readonly admitted: number;
+  /** Client-library attempts the instances' circuit breakers refused (0 without breakers). */
+  readonly refused: number;
 }
 
 /** Totals over the whole run. */
@@ -439,6 +473,13 @@ export interface StormTotals {
   };
   /** Library calls that gave up because the retry budget refused a retry. */
   readonly budgetRefusals: number;
+  /**
+   * Library calls that ended because a circuit breaker refused an attempt: at once (the first
+   * attempt) or with their last failure (a retry). 0 without breakers.
+   */
+  readonly breakerRefusals: number;
+  /** Times a breaker opened: a trip, or a failed probe. 0 without breakers. */
+  readonly breakerOpenings: number;
   /** API requests finished after their caller had hung up. */
   readonly wasted: number;
 }
@@ -453,13 +494,16 @@ export interface StormRecovery {
   readonly reopenedAtSeconds: number | null;
 }
 
-/** The parameters a run used, every default filled in (`retryPolicy` and `onProgress` left out). */
+/**
+ * The parameters a run used, every default filled in (`retryPolicy` and `onProgress` left out;
+ * `breaker` is `false` or the breaker's rules with their defaults).
+ */
 export type StormParameters = {
-  readonly [K in Exclude<keyof StormOptions, 'retryPolicy' | 'onProgress'>]-?: Exclude<
+  readonly [K in Exclude<keyof StormOptions, 'retryPolicy' | 'onProgress' | 'breaker'>]-?: Exclude<
     StormOptions[K],
     undefined
   >;
-};
+} & { readonly breaker: false | Readonly<StormBreakerOptions> };
 
 /** The outcome of {@link runStorm}. */
 export interface StormResult {
@@ -504,6 +548,7 @@ const OWNER = 'runStorm';
 const DEFAULTS: StormParameters = Object.freeze({
   policy: 'naive',
   manualRecovery: false,
+  breaker: false,
   seed: 1,
   rps: 4000,
   durationSeconds: 180,
@@ -551,6 +596,37 @@ const RETRY_POLICY_KEYS: readonly string[] = [
   'budget',
 ];
 
+const BREAKER_KEYS: readonly (keyof StormBreakerOptions)[] = [
+  'consecutiveFailures',
+  'failureRatio',
+  'windowMs',
+  'minimumCalls',
+  'openMs',
+  'maxOpenMs',
+  'probes',
+  'successesToClose',
+];
+
+/** `breaker`: false, or the breaker's rules checked and filled by the breaker's own code. */
+function resolveBreaker(value: unknown, policy: StormPolicy): false | StormBreakerOptions {
+  if (value === undefined || value === false) return false;
+  if (policy !== 'stormproof') {
+    throw new TypeError(
+      `stormproof: ${OWNER} breaker needs policy 'stormproof' (the naive stack has no breaker), got policy ${show(policy)}`,
+    );
+  }
+  const options = value === true ? {} : value;
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} breaker must be true, false or an object of breaker options, got ${show(value)}`,
+    );
+  }
+  const o = options as Record<string, unknown>;
+  checkKnownKeys(`${OWNER} breaker`, o, BREAKER_KEYS);
+  const filled = resolveBreakerOptions(`${OWNER} breaker`, o);
+  return Object.freeze(Object.fromEntries(BREAKER_KEYS.map((k) => [k, filled[k]])));
+}
+
 /** A deadline long enough never to bind: the naive layers have none. */
 const NO_DEADLINE_MS = 1e12;
 
@@ -583,6 +659,7 @@ function resolveOptions(options: unknown): {
   const p: StormParameters = {
     policy,
     manualRecovery: checkBoolean('manualRecovery', o.manualRecovery ?? DEFAULTS.manualRecovery),
+    breaker: resolveBreaker(o.breaker, policy),
     seed: num('seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }),
     rps: num('rps', { ...positive, max: 1_000_000 }),
     durationSeconds,
@@ -684,6 +761,8 @@ interface Attempt {
   tryNo: number;
   /** The answer travelling back to the client. */
   answer: Outcome;
+  /** Its instance's circuit breaker's admission, recorded when the attempt ends. */
+  readonly admission: BreakerAdmission | undefined;
 }
 
 /** A request accepted by an API server: it holds a connection until it is answered. */
@@ -858,6 +937,22 @@ export function runStorm(options?: StormOptions): StormResult {
   const fixedLibrary = FixedLayer.fits(libraryPolicies[0]!)
     ? new FixedLayer(libraryPolicies[0]!)
     : undefined;
+  // One breaker per instance's client library, as the engine's `breaker` option is per policy.
+  let breakerOpenings = 0;
+  const breakerOptions: BreakerOptions | false = p.breaker && {
+    ...p.breaker,
+    clock,
+    random,
+    onStateChange: (t) => {
+      if (t.to === 'open') breakerOpenings++;
+    },
+  };
+  const breakers = breakerOptions
+    ? Array.from(
+        { length: p.partnerInstances },
+        (_, i) => new CircuitBreaker(`partner-${i}`, breakerOptions),
+      )
+    : undefined;
 
   // --- Forecast popularity and the cache, prefilled in its steady state. ---
   const cumulative = new Float64Array(p.forecastKeys);
@@ -910,11 +1005,13 @@ export function runStorm(options?: StormOptions): StormResult {
   const sAdmitted = stat();
   const sGatewayOk = stat();
   const sGatewayErr = stat();
+  const sRefused = stat();
   let sec = 0;
   let wrapperRetries = 0;
   let libraryRetries = 0;
   let gatewayRetries = 0;
   let budgetRefusals = 0;
+  let breakerRefusals = 0;
 
   const calendar = new Calendar<unknown>(13);
   const latency = (): number =>
@@ -1045,6 +1142,16 @@ export function runStorm(options?: StormOptions): StormResult {
   // --- The partner side: wrapper, client library, attempts. ---
 
   function startAttempt(u: UserRequest): void {
+    // As the engine's driver: the breaker is asked before every attempt. A refused first attempt
+    // fails the call at once (BreakerOpenError), a refused retry gives up with the last failure;
+    // either way no attempt is sent, and the stormproof setup has no wrapper to retry it.
+    const admission = breakers === undefined ? undefined : breakers[u.instance]!.admit();
+    if (admission !== undefined && !admission.admitted) {
+      breakerRefusals++;
+      sRefused[sec]!++;
+      finishUser(false);
+      return;
+    }
     const a: Attempt = {
       user: u,
       done: false,
@@ -1052,6 +1159,7 @@ export function runStorm(options?: StormOptions): StormResult {
       gatewayAttempt: 0,
       tryNo: 0,
       answer: OK,
+      admission,
     };
     // The engine's attempt timeout: fresh for each attempt, cut short by the deadline.
     const policy = libraryPolicies[u.instance]!;
@@ -1109,8 +1217,9 @@ export function runStorm(options?: StormOptions): StormResult {
     else calendar.schedule(now + Math.ceil(delayMs), u, EV_WRAPPER_RETRY);
   }
 
-  /** The client library sees the outcome of an attempt: its answer, or its own timeout. */
-  function libraryOutcome(u: UserRequest, outcome: Outcome): void {
+  /** The client library sees the outcome of attempt `a`: its answer, or its own timeout. */
+  function libraryOutcome(a: Attempt, outcome: Outcome): void {
+    const u = a.user;
     let delayMs: number;
     if (fixedLibrary !== undefined) {
       delayMs = outcome.ok ? -1 : fixedLibrary.afterFailure(u.libAttempt, outcome);
@@ -1123,6 +1232,11 @@ export function runStorm(options?: StormOptions): StormResult {
         if (d.action === 'give-up' && d.reason === 'budget') budgetRefusals++;
         delayMs = -1;
       }
+    }
+    // After the decision, as the driver records it. Every failure the model sends (a 503, a 504,
+    // a timeout) is one the engine counts against the service.
+    if (a.admission !== undefined) {
+      breakers![u.instance]!.record(a.admission, outcome.ok ? 'success' : 'failure');
     }
     if (delayMs < 0) {
       wrapperOutcome(u, outcome);
@@ -1161,14 +1275,14 @@ export function runStorm(options?: StormOptions): StormResult {
         if (a.done) return;
         a.done = true;
         if (a.stage === IN_GATEWAY) sGatewayErr[sec]!++; // the client hung up on the gateway
-        libraryOutcome(a.user, CLIENT_TIMEOUT);
+        libraryOutcome(a, CLIENT_TIMEOUT);
         return;
       }
       case EV_ANSWER: {
         const a = item as Attempt;
         if (a.done) return;
         a.done = true;
-        libraryOutcome(a.user, a.answer);
+        libraryOutcome(a, a.answer);
         return;
       }
       case EV_LIBRARY_RETRY:
@@ -1303,6 +1417,7 @@ export function runStorm(options?: StormOptions): StormResult {
       cacheHitRatio: lookups === 0 ? 0 : Math.round((sHits[s]! / lookups) * 1000) / 1000,
       busyConnections: sBusy[s]!,
       admitted: sAdmitted[s]!,
+      refused: sRefused[s]!,
     });
     if (s >= dbHealthyAtSeconds)
       peakRpsAfterFailover = Math.max(peakRpsAfterFailover, sOffered[s]! - sShed[s]!);
@@ -1338,6 +1453,8 @@ export function runStorm(options?: StormOptions): StormResult {
       apiCalls: sum(sApi),
       retries: { wrapper: wrapperRetries, library: libraryRetries, gateway: gatewayRetries },
       budgetRefusals,
+      breakerRefusals,
+      breakerOpenings,
       wasted: sum(sWasted),
     },
     series,
