@@ -37,7 +37,8 @@ export type GiveUpReason =
   | 'budget'
   /**
    * The circuit breaker did not admit the attempt (open, isolated, or its probes are out): the
-   * call rejects at once with a `BreakerOpenError`, is not retried and spends no retry.
+   * call rejects at once with a `BreakerOpenError` (a refused retry gives up with the last
+   * failure instead), and no retry is made.
    */
   | 'breaker-open'
   /** `shouldRetry` threw or rejected: the call rejects with what it threw. */
@@ -320,7 +321,7 @@ export interface RetryPolicyOptions extends RetryHooks {
   /**
    * A circuit breaker in front of every attempt, for outages that last minutes: while it is open
    * a call fails at once with a `BreakerOpenError` (reason `'breaker-open'`, `retryAfterMs` until
-   * its next probe), is not retried and spends no retry. Each attempt's outcome is recorded: a
+   * its next probe) and is not retried (a refused retry gives up with its last failure). Each attempt's outcome is recorded: a
    * failure that could pass (or a server's "don't retry") counts against the service; a 4xx, an
    * abort or a success does not. Share one breaker per dependency; per key, take them from a
    * `BreakerRegistry` and pass one per call.

@@ -190,7 +190,7 @@ export interface CreateFetchOptions
   /**
    * Circuit breakers, one per origin, for outages that last minutes: while an origin's breaker
    * is open its requests fail at once with a `BreakerOpenError` (`retryAfterMs` until the next
-   * probe), are not retried and spend no retry; other origins are not affected. `true` uses the
+   * probe) and are not retried; other origins are not affected. `true` uses the
    * defaults (open after 5 failures in a row, for 5 s growing to 300 s between failed probes),
    * an object sets a `BreakerRegistry`'s options, and a `BreakerRegistry` is used as given (to
    * share breakers, or their store, with other clients).
