@@ -6,7 +6,7 @@ import type { Budget } from './budgets/budget.js';
 import { RetryBudget } from './budgets/retry-budget.js';
 import type { FailureKind, Verdict } from './classify.js';
 import { type Clock, type RandomSource, systemClock } from './clock.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject, given, show } from './validate.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, show } from './validate.js';
 
 /** Why a call stopped retrying. */
 export type GiveUpReason =
@@ -444,8 +444,7 @@ function checkFunction<F>(owner: string, name: string, value: unknown): F | unde
   return value as F;
 }
 
-function checkBudget(owner: string, budget: unknown, fallback: () => Budget | undefined) {
-  if (budget === undefined) return fallback();
+function checkBudget(owner: string, budget: unknown): Budget | undefined {
   if (budget === false) return undefined;
   const b = budget as Partial<Record<keyof Budget, unknown>> | null;
   if (
@@ -550,25 +549,26 @@ export function resolvePolicy(
   for (const key in o) {
     if (!known.has(key)) checkKnownKeys(owner, o, allowCallKeys ? RETRY_OPTION_KEYS : POLICY_KEYS);
   }
-  const maxAttempts = checkNumber(owner, 'maxAttempts', given(o.maxAttempts, 4), {
-    min: 1,
-    integer: true,
-  });
-  const baseDelayMs = checkNumber(owner, 'baseDelayMs', given(o.baseDelayMs, 200), { min: 0 });
-  const maxDelayMs = checkNumber(
-    owner,
-    'maxDelayMs',
-    given(o.maxDelayMs, Math.max(5000, baseDelayMs)),
-    { min: baseDelayMs },
-  );
-  const deadlineMs = checkNumber(owner, 'deadlineMs', given(o.deadlineMs, 3000), {
-    min: 0,
-    minExclusive: true,
-  });
+  // An option left out takes its default without a check: `retry(op, { ... })` resolves its
+  // options on every call, and most calls give two or three.
+  const maxAttempts =
+    o.maxAttempts === undefined
+      ? 4
+      : checkNumber(owner, 'maxAttempts', o.maxAttempts, ATTEMPTS_RANGE);
+  const baseDelayMs =
+    o.baseDelayMs === undefined
+      ? 200
+      : checkNumber(owner, 'baseDelayMs', o.baseDelayMs, NON_NEGATIVE);
+  const maxDelayMs =
+    o.maxDelayMs === undefined
+      ? Math.max(5000, baseDelayMs)
+      : checkNumber(owner, 'maxDelayMs', o.maxDelayMs, { min: baseDelayMs });
+  const deadlineMs =
+    o.deadlineMs === undefined ? 3000 : checkNumber(owner, 'deadlineMs', o.deadlineMs, POSITIVE);
   const attemptTimeoutMs =
     o.attemptTimeoutMs === undefined
       ? undefined
-      : checkNumber(owner, 'attemptTimeoutMs', o.attemptTimeoutMs, { min: 0, minExclusive: true });
+      : checkNumber(owner, 'attemptTimeoutMs', o.attemptTimeoutMs, POSITIVE);
   if (o.signal !== undefined) checkSignal(owner, o.signal);
   return {
     maxAttempts,
@@ -577,29 +577,39 @@ export function resolvePolicy(
     deadlineMs,
     attemptTimeoutMs,
     jitter: o.jitter === undefined ? FULL : resolveJitter(owner, o.jitter),
-    throttledDelayMultiplier: checkNumber(
-      owner,
-      'throttledDelayMultiplier',
-      given(o.throttledDelayMultiplier, 5),
-      { min: 1 },
-    ),
-    maxInternalErrorRetries: checkNumber(
-      owner,
-      'maxInternalErrorRetries',
-      given(o.maxInternalErrorRetries, 1),
-      { min: 0, integer: true },
-    ),
+    throttledDelayMultiplier:
+      o.throttledDelayMultiplier === undefined
+        ? 5
+        : checkNumber(owner, 'throttledDelayMultiplier', o.throttledDelayMultiplier, AT_LEAST_ONE),
+    maxInternalErrorRetries:
+      o.maxInternalErrorRetries === undefined
+        ? 1
+        : checkNumber(owner, 'maxInternalErrorRetries', o.maxInternalErrorRetries, COUNT),
     honorRetryAfter: checkBoolean(owner, 'honorRetryAfter', o.honorRetryAfter, true),
     shouldRetry: checkFunction<ShouldRetry>(owner, 'shouldRetry', o.shouldRetry),
     allowNestedRetries: checkBoolean(owner, 'allowNestedRetries', o.allowNestedRetries, false),
-    breaker: checkBreaker(owner, 'breaker', o.breaker),
-    budget: checkBudget(owner, o.budget, () => (defaultBudget ? new RetryBudget() : undefined)),
-    clock: checkClock(owner, o.clock),
-    random: checkFunction<RandomSource>(owner, 'random', o.random) ?? Math.random,
+    breaker: o.breaker === undefined ? undefined : checkBreaker(owner, 'breaker', o.breaker),
+    budget:
+      o.budget === undefined
+        ? defaultBudget
+          ? new RetryBudget()
+          : undefined
+        : checkBudget(owner, o.budget),
+    clock: o.clock === undefined ? systemClock : checkClock(owner, o.clock),
+    random:
+      o.random === undefined
+        ? Math.random
+        : checkFunction<RandomSource>(owner, 'random', o.random)!,
     onRetry: checkFunction<ResolvedPolicy['onRetry']>(owner, 'onRetry', o.onRetry),
     onGiveUp: checkFunction<ResolvedPolicy['onGiveUp']>(owner, 'onGiveUp', o.onGiveUp),
     onSuccess: checkFunction<ResolvedPolicy['onSuccess']>(owner, 'onSuccess', o.onSuccess),
   };
 }
+
+const ATTEMPTS_RANGE = { min: 1, integer: true };
+const NON_NEGATIVE = { min: 0 };
+const POSITIVE = { min: 0, minExclusive: true };
+const AT_LEAST_ONE = { min: 1 };
+const COUNT = { min: 0, integer: true };
 
 export type { FailureKind, Verdict };
