@@ -113,7 +113,7 @@ const targets = [
     'x',
   ],
   [
-    'zero-delay retry path with the error made in advance (the engine's own cost) at most 1.5x the hand-written loop',
+    'zero-delay retry path with the error made in advance (the engine alone) at most 1.5x the hand-written loop',
     ratio('stormproof policy.retry()', 'hand-written loop', retryPathMade),
     1.5,
     'x',
