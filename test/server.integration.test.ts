@@ -259,8 +259,15 @@ describe('reopening on a real server', () => {
     const admittedAt = new Map<number, number>();
     const offeredAt = new Map<number, number>();
     const steps: string[] = [];
+    // A seeded source for the ramp's admission draws, so a run repeats its draws.
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1664525 + 1013904223) >>> 0;
+      return seed / 2 ** 32;
+    };
     const shedder = createShedder({
       limit: 1000,
+      random,
       ramp: { windowMs: 250, minRequests: 20 },
       onRamp: (e) => steps.push(`${e.share}:${e.reason}`),
     });
@@ -291,9 +298,11 @@ describe('reopening on a real server', () => {
     expect(steps.slice(1, -5).every((e) => e === '0.1:error-rate' || e === '0.2:passed')).toBe(
       true,
     );
+    // Each step sees about 100 requests, so a measured share strays from its target by about
+    // 0.05 (one standard deviation): 0.15 is three.
     for (const share of [0.2, 0.4, 0.6, 0.8]) {
       const measured = admittedAt.get(share)! / offeredAt.get(share)!;
-      expect(Math.abs(measured - share), `share ${share}: ${measured}`).toBeLessThan(0.1);
+      expect(Math.abs(measured - share), `share ${share}: ${measured}`).toBeLessThan(0.15);
     }
   });
 });
