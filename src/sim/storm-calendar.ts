@@ -1,6 +1,7 @@
 // The storm simulator's event calendar: a ring of one bucket per virtual millisecond, so that
 // scheduling and taking an event cost O(1). Events due in the same millisecond run in the order
 // they were scheduled, which (with one seeded generator) makes a run repeatable bit for bit.
+import { type Timed, TimedHeap } from './timed-heap.js';
 
 /** The events due in one millisecond: parallel arrays of items and integer codes. */
 export interface CalendarBucket<T> {
@@ -13,9 +14,7 @@ export interface CalendarBucket<T> {
 }
 
 /** An event too far ahead for the ring, kept in a min-heap until its millisecond comes near. */
-interface FarEvent<T> {
-  readonly atMs: number;
-  readonly seq: number;
+interface FarEvent<T> extends Timed {
   readonly item: T;
   readonly code: number;
 }
@@ -33,7 +32,7 @@ export class Calendar<T> {
   readonly #mask: number;
   readonly #horizon: number;
   readonly #buckets: CalendarBucket<T>[];
-  readonly #far: FarEvent<T>[] = [];
+  readonly #far = new TimedHeap<FarEvent<T>>();
   #seq = 0;
   #nowMs = 0;
 
@@ -52,7 +51,7 @@ export class Calendar<T> {
   schedule(atMs: number, item: T, code: number): void {
     const at = Math.max(atMs, this.#nowMs);
     if (at - this.#nowMs >= this.#horizon) {
-      this.#pushFar({ atMs: at, seq: this.#seq++, item, code });
+      this.#far.push({ at, seq: this.#seq++, item, code });
       return;
     }
     const bucket = this.#buckets[at & this.#mask]!;
@@ -65,8 +64,8 @@ export class Calendar<T> {
   take(nowMs: number): CalendarBucket<T> {
     this.#nowMs = nowMs;
     const far = this.#far;
-    while (far.length > 0 && far[0]!.atMs <= nowMs) {
-      const event = this.#popFar();
+    while (far.size > 0 && far.peek()!.at <= nowMs) {
+      const event = far.pop();
       this.schedule(nowMs, event.item, event.code);
     }
     return this.#buckets[nowMs & this.#mask]!;
@@ -76,43 +75,5 @@ export class Calendar<T> {
   clear(bucket: CalendarBucket<T>): void {
     bucket.items.fill(undefined as T, 0, bucket.size);
     bucket.size = 0;
-  }
-
-  #before(a: FarEvent<T>, b: FarEvent<T>): boolean {
-    return a.atMs < b.atMs || (a.atMs === b.atMs && a.seq < b.seq);
-  }
-
-  #pushFar(event: FarEvent<T>): void {
-    const heap = this.#far;
-    let i = heap.length;
-    heap.push(event);
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.#before(event, heap[parent]!)) break;
-      heap[i] = heap[parent]!;
-      i = parent;
-    }
-    heap[i] = event;
-  }
-
-  #popFar(): FarEvent<T> {
-    const heap = this.#far;
-    const top = heap[0]!;
-    const last = heap.pop()!;
-    const n = heap.length;
-    if (n > 0) {
-      let i = 0;
-      for (;;) {
-        const left = 2 * i + 1;
-        if (left >= n) break;
-        const right = left + 1;
-        const child = right < n && this.#before(heap[right]!, heap[left]!) ? right : left;
-        if (!this.#before(heap[child]!, last)) break;
-        heap[i] = heap[child]!;
-        i = child;
-      }
-      heap[i] = last;
-    }
-    return top;
   }
 }
