@@ -2,7 +2,7 @@
 // are filled and every value checked once, when a policy is made; a call never re-reads them.
 import type { Jitter, ResolvedJitter } from './backoff.js';
 import type { CircuitBreaker } from './breaker/breaker.js';
-import type { Budget } from './budgets/budget.js';
+import { type Budget, isBudget } from './budgets/budget.js';
 import { RetryBudget } from './budgets/retry-budget.js';
 import type { FailureKind, Verdict } from './classify.js';
 import { type Clock, type RandomSource, systemClock } from './clock.js';
@@ -446,20 +446,12 @@ function checkFunction<F>(owner: string, name: string, value: unknown): F | unde
 
 function checkBudget(owner: string, budget: unknown): Budget | undefined {
   if (budget === false) return undefined;
-  const b = budget as Partial<Record<keyof Budget, unknown>> | null;
-  if (
-    typeof b !== 'object' ||
-    b === null ||
-    typeof b.recordRequest !== 'function' ||
-    typeof b.recordSuccess !== 'function' ||
-    typeof b.recordFailure !== 'function' ||
-    typeof b.tryRetry !== 'function'
-  ) {
+  if (!isBudget(budget)) {
     throw new TypeError(
       `stormproof: ${owner} budget must be a Budget (RetryBudget, TokenBucket, RatioBudget, or an object with recordRequest, recordSuccess, recordFailure and tryRetry) or false, got ${show(budget)}`,
     );
   }
-  return budget as Budget;
+  return budget;
 }
 
 function checkBreaker(owner: string, name: string, breaker: unknown): CircuitBreaker | undefined {

@@ -25,7 +25,7 @@
  */
 import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch.js';
 import { BreakerRegistry, type BreakerRegistryOptions } from '../core/breaker/registry.js';
-import type { Budget } from '../core/budgets/budget.js';
+import { type Budget, isBudget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
 import type { Clock, RandomSource } from '../core/clock.js';
@@ -354,20 +354,12 @@ function checkBudgetFactory(value: unknown): BudgetFactory | undefined {
 
 /** What a budget factory returned, checked when an origin is first called. */
 function checkMadeBudget(made: unknown, origin: string): Budget {
-  const b = made as Partial<Record<keyof Budget, unknown>> | null;
-  if (
-    typeof b !== 'object' ||
-    b === null ||
-    typeof b.recordRequest !== 'function' ||
-    typeof b.recordSuccess !== 'function' ||
-    typeof b.recordFailure !== 'function' ||
-    typeof b.tryRetry !== 'function'
-  ) {
+  if (!isBudget(made)) {
     throw new TypeError(
       `stormproof: ${OWNER} budget function must return a Budget for ${origin || 'an unparsable URL'}, got ${show(made)}`,
     );
   }
-  return made as Budget;
+  return made;
 }
 
 function checkFetch(value: unknown): FetchFunction | undefined {

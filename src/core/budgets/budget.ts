@@ -25,3 +25,16 @@ export interface Budget {
   /** Asked just before a retry waits: true allows it (and spends what it costs), false refuses. */
   tryRetry(nowMs: number): boolean;
 }
+
+/** Whether `value` has the four methods of a {@link Budget}. */
+export function isBudget(value: unknown): value is Budget {
+  const b = value as Partial<Record<keyof Budget, unknown>> | null;
+  return (
+    typeof b === 'object' &&
+    b !== null &&
+    typeof b.recordRequest === 'function' &&
+    typeof b.recordSuccess === 'function' &&
+    typeof b.recordFailure === 'function' &&
+    typeof b.tryRetry === 'function'
+  );
+}
