@@ -1,7 +1,7 @@
 // `stormproof check`: reads a description of the retry layers of a stack and answers, before any
 // outage does, how many calls one user request can become at the bottom, how long the user can
 // wait, and which of the storm story's rules the stack breaks.
-import { resolveBreakerOptions } from '../core/breaker/options.js';
+import { BREAKER_RULE_KEYS, resolveBreakerOptions } from '../core/breaker/options.js';
 import { checkNumber, closest, show } from '../core/validate.js';
 import { readGrpcServiceConfig } from './grpc-layer.js';
 
@@ -194,16 +194,7 @@ const LAYER_KEYS = [
   'breaker',
 ] as const;
 /** The breaker options a stack file may give: the rules, not the hooks, clock or store. */
-const BREAKER_KEYS = [
-  'consecutiveFailures',
-  'failureRatio',
-  'windowMs',
-  'minimumCalls',
-  'openMs',
-  'maxOpenMs',
-  'probes',
-  'successesToClose',
-] as const;
+const BREAKER_KEYS = BREAKER_RULE_KEYS;
 /** A long outage, for the count of probes: "outages that last minutes". */
 const LONG_OUTAGE_MS = 600_000;
 /** The fields a gRPC layer's service config stands for. */

@@ -8,7 +8,11 @@
 // retry budget and Retry-After, and optionally the engine's CircuitBreaker per partner instance.
 // The model and every parameter are described in docs/storm-model.md.
 import { type BreakerAdmission, CircuitBreaker } from '../core/breaker/breaker.js';
-import { type BreakerOptions, resolveBreakerOptions } from '../core/breaker/options.js';
+import {
+  BREAKER_RULE_KEYS,
+  type BreakerOptions,
+  resolveBreakerOptions,
+} from '../core/breaker/options.js';
 import type { Budget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import type { Clock } from '../core/clock.js';
@@ -596,16 +600,7 @@ const RETRY_POLICY_KEYS: readonly string[] = [
   'budget',
 ];
 
-const BREAKER_KEYS: readonly (keyof StormBreakerOptions)[] = [
-  'consecutiveFailures',
-  'failureRatio',
-  'windowMs',
-  'minimumCalls',
-  'openMs',
-  'maxOpenMs',
-  'probes',
-  'successesToClose',
-];
+const BREAKER_KEYS: readonly (keyof StormBreakerOptions)[] = BREAKER_RULE_KEYS;
 
 /** `breaker`: false, or the breaker's rules checked and filled by the breaker's own code. */
 function resolveBreaker(value: unknown, policy: StormPolicy): false | StormBreakerOptions {

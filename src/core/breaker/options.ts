@@ -187,7 +187,8 @@ export interface BreakerSettings {
   readonly onStoreEvent: ((event: BreakerStoreEvent) => void) | undefined;
 }
 
-export const BREAKER_KEYS = [
+/** The options that are a breaker's rules (what a stack file or a model may set), not its wiring. */
+export const BREAKER_RULE_KEYS = [
   'consecutiveFailures',
   'failureRatio',
   'windowMs',
@@ -196,6 +197,10 @@ export const BREAKER_KEYS = [
   'maxOpenMs',
   'probes',
   'successesToClose',
+] as const;
+
+export const BREAKER_KEYS = [
+  ...BREAKER_RULE_KEYS,
   'clock',
   'random',
   'wallClock',
