@@ -36,6 +36,7 @@ import {
   startState,
   step,
 } from './step.js';
+import { isThenable } from './validate.js';
 
 export { getRetryReport } from './report.js';
 
@@ -60,21 +61,11 @@ const noop = () => {};
 function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
   if (hook === undefined) return;
   try {
-    const result = hook(event) as { then?: unknown } | undefined;
-    if (result !== null && typeof result === 'object' && typeof result.then === 'function') {
-      (result as PromiseLike<unknown>).then(undefined, noop);
-    }
+    const result = hook(event);
+    if (isThenable(result)) result.then(undefined, noop);
   } catch {
     // A broken hook must not change the outcome of the call.
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }
 
 /**
@@ -530,9 +521,7 @@ class Call<T> implements Deadline, AbortWatcher {
     };
     setReport(error, report);
     if (this.policy.onGiveUp !== undefined || this.call?.onGiveUp !== undefined) {
-      const event: GiveUpEvent = { ...report, error };
-      emit(this.policy.onGiveUp, event);
-      emit(this.call?.onGiveUp, event);
+      emitGiveUp(this.policy, this.call, { ...report, error });
     }
     if (isValue) this.resolve(error as T);
     else this.reject(error);

@@ -11,7 +11,7 @@ import type {
   UnrepeatableReason,
 } from './options.js';
 import { retriedBelow } from './report.js';
-import { show } from './validate.js';
+import { isThenable, show } from './validate.js';
 
 /** Where a call stands between attempts. Immutable: `step` returns the next one. */
 export interface RetryState {
@@ -106,14 +106,6 @@ export function applyAnswer(verdict: Verdict, answer: RetryAnswer): Verdict {
   }
   throw new TypeError(
     `stormproof: shouldRetry must answer true, false, undefined or a verdict, got ${show(answer)}`,
-  );
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
   );
 }
 
