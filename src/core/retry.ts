@@ -110,6 +110,8 @@ class AttemptTimeout<T> implements Deadline {
   constructor(
     private readonly call: Call<T>,
     private readonly scope: AttemptScope<T>,
+    /** The list it waits in, kept so that leaving it needs no lookup. */
+    readonly list: DeadlineList,
   ) {}
 
   expire(): void {
@@ -227,8 +229,9 @@ class Call<T> implements Deadline, AbortWatcher {
       const now = clock.now();
       // Past the deadline the call's own entry ends the attempt: one timer is enough.
       if (now + timeoutMs < this.expiresAt) {
-        scope.timeout = new AttemptTimeout(this, scope);
-        deadlineList(clock, timeoutMs).add(scope.timeout, now + timeoutMs, now);
+        const list = deadlineList(clock, timeoutMs);
+        scope.timeout = new AttemptTimeout(this, scope, list);
+        list.add(scope.timeout, now + timeoutMs, now);
       }
     }
     let result: T | PromiseLike<T>;
@@ -247,9 +250,7 @@ class Call<T> implements Deadline, AbortWatcher {
   /** Ends the running attempt's own timer. */
   private endAttempt(scope: AttemptScope<T>): void {
     const timeout = scope.timeout;
-    if (timeout?.listed) {
-      deadlineList(this.policy.clock, this.policy.attemptTimeoutMs!).remove(timeout);
-    }
+    if (timeout?.listed) timeout.list.remove(timeout);
   }
 
   private attemptReturned(scope: AttemptScope<T>, value: T): void {
