@@ -54,15 +54,11 @@ export class DeadlineList {
     if (this.tail === undefined) this.head = entry;
     else this.tail.nextDeadline = entry;
     this.tail = entry;
-    if (this.clock === systemClock) {
-      if (this.platformTimer === undefined) this.armPlatform(at - nowMs);
-      else if (!this.holdsProcess) {
-        // A pending call must keep the process alive until it settles, as its own timer would.
-        this.platformTimer.ref?.();
-        this.holdsProcess = true;
-      }
-    } else if (this.cancelTimer === undefined && this.clock.setTimer !== undefined) {
-      this.cancelTimer = this.clock.setTimer(Math.max(0, at - nowMs), this.fire);
+    if (!this.armed) this.arm(at - nowMs);
+    else if (this.platformTimer !== undefined && !this.holdsProcess) {
+      // A pending call must keep the process alive until it settles, as its own timer would.
+      this.platformTimer.ref?.();
+      this.holdsProcess = true;
     }
   }
 
@@ -89,9 +85,18 @@ export class DeadlineList {
     }
   }
 
-  private armPlatform(ms: number): void {
-    this.platformTimer = setTimeout(this.fire, Math.min(Math.max(0, ms), MAX_TIMER_MS));
-    this.holdsProcess = true;
+  private get armed(): boolean {
+    return this.platformTimer !== undefined || this.cancelTimer !== undefined;
+  }
+
+  /** Arms the timer to fire in `ms` (a clock without `setTimer` has none to arm). */
+  private arm(ms: number): void {
+    if (this.clock === systemClock) {
+      this.platformTimer = setTimeout(this.fire, Math.min(Math.max(0, ms), MAX_TIMER_MS));
+      this.holdsProcess = true;
+    } else if (this.clock.setTimer !== undefined) {
+      this.cancelTimer = this.clock.setTimer(Math.max(0, ms), this.fire);
+    }
   }
 
   private expireDue(): void {
@@ -105,11 +110,7 @@ export class DeadlineList {
     const head = this.head;
     if (head === undefined) this.onIdle(this);
     // An owner that expired may have added an entry, and armed a timer for it, already.
-    else if (this.platformTimer !== undefined || this.cancelTimer !== undefined) return;
-    else if (this.clock === systemClock) this.armPlatform(head.expiresAt - now);
-    else if (this.clock.setTimer !== undefined) {
-      this.cancelTimer = this.clock.setTimer(Math.max(0, head.expiresAt - now), this.fire);
-    }
+    else if (!this.armed) this.arm(head.expiresAt - now);
   }
 }
 
