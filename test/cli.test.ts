@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ProgressBar, renderBar } from '../src/cli/progress.js';
+import { CLIENT_LIBRARY_LAYER } from './helpers/fixtures.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const MAIN = join(root, 'dist/cli/main.js');
@@ -310,19 +311,7 @@ describe.concurrent('stormproof check', () => {
     writeFileSync(
       clean,
       JSON.stringify({
-        layers: [
-          {
-            name: 'client library',
-            attempts: 4,
-            baseDelayMs: 200,
-            maxDelayMs: 5000,
-            jitter: 'full',
-            timeoutMs: 1000,
-            deadlineMs: 3000,
-            budget: true,
-          },
-          { name: 'API gateway', attempts: 1, timeoutMs: 1000 },
-        ],
+        layers: [CLIENT_LIBRARY_LAYER, { name: 'API gateway', attempts: 1, timeoutMs: 1000 }],
       }),
     );
     const r = await cli(['check', clean, '--strict']);
@@ -339,17 +328,7 @@ describe.concurrent('stormproof check', () => {
       file,
       JSON.stringify({
         layers: [
-          {
-            name: 'client library',
-            attempts: 4,
-            baseDelayMs: 200,
-            maxDelayMs: 5000,
-            jitter: 'full',
-            timeoutMs: 1000,
-            deadlineMs: 3000,
-            budget: true,
-            breaker: true,
-          },
+          { ...CLIENT_LIBRARY_LAYER, breaker: true },
           { name: 'API gateway', attempts: 1, timeoutMs: 1000 },
         ],
       }),

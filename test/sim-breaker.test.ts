@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { checkStack } from '../src/sim/check.js';
 import { runStorm, type StormOptions, type StormResult } from '../src/sim/storm.js';
+import { CLIENT_LIBRARY_LAYER, SMALL_STORM } from './helpers/fixtures.js';
 
 const example = JSON.parse(
   readFileSync(new URL('../examples/stack.json', import.meta.url), 'utf8'),
@@ -19,16 +20,7 @@ function exampleWith(at: number, breaker: unknown) {
 const fixed = {
   layers: [
     { name: 'partner backend', attempts: 1 },
-    {
-      name: 'client library',
-      attempts: 4,
-      baseDelayMs: 200,
-      maxDelayMs: 5000,
-      jitter: 'full',
-      timeoutMs: 1000,
-      deadlineMs: 3000,
-      budget: true,
-    },
+    CLIENT_LIBRARY_LAYER,
     { name: 'API gateway', attempts: 1, timeoutMs: 1000 },
   ],
 };
@@ -205,15 +197,6 @@ function figures(r: StormResult) {
   };
 }
 
-const SMALL: StormOptions = {
-  policy: 'stormproof',
-  rps: 1000,
-  partnerInstances: 100,
-  durationSeconds: 60,
-  faultAtSeconds: 10,
-  forecastKeys: 10_000,
-};
-
 describe('runStorm with a circuit breaker per partner instance', () => {
   it('without a breaker: the figures are as before the breaker existed', () => {
     const r = run({ policy: 'stormproof' });
@@ -280,16 +263,16 @@ describe('runStorm with a circuit breaker per partner instance', () => {
   });
 
   it('a breaker that never opens changes nothing: no extra random draw, no refusal', () => {
-    const without = runStorm(SMALL);
-    const closed = runStorm({ ...SMALL, breaker: { consecutiveFailures: 1_000_000 } });
+    const without = runStorm(SMALL_STORM);
+    const closed = runStorm({ ...SMALL_STORM, breaker: { consecutiveFailures: 1_000_000 } });
     expect(closed.totals.breakerOpenings).toBe(0);
     expect(closed.series).toEqual(without.series);
     expect(closed.totals).toEqual(without.totals);
   });
 
   it('is deterministic for a seed', () => {
-    const a = runStorm({ ...SMALL, breaker: true, seed: 7 });
-    const b = runStorm({ ...SMALL, breaker: true, seed: 7 });
+    const a = runStorm({ ...SMALL_STORM, breaker: true, seed: 7 });
+    const b = runStorm({ ...SMALL_STORM, breaker: true, seed: 7 });
     expect(b).toEqual(a);
     expect(a.totals.breakerOpenings).toBeGreaterThan(0);
   });
@@ -310,7 +293,7 @@ describe('runStorm with a circuit breaker per partner instance', () => {
     );
     // false is no breaker, with either policy.
     expect(
-      runStorm({ ...SMALL, durationSeconds: 12, faultSeconds: 1, breaker: false }).parameters
+      runStorm({ ...SMALL_STORM, durationSeconds: 12, faultSeconds: 1, breaker: false }).parameters
         .breaker,
     ).toBe(false);
   });

@@ -14,6 +14,7 @@ import { checkStack } from '../src/sim/check.js';
 import { type HerdJitter, runHerd } from '../src/sim/herd.js';
 import { runLayers } from '../src/sim/layers.js';
 import { runTimers } from '../src/sim/timers.js';
+import { CLIENT_LIBRARY_LAYER } from './helpers/fixtures.js';
 
 describe('runBudgetTest: the storm story', () => {
   it('1000 requests to an always-503 service: 4000 calls without a budget, 1109 with one', async () => {
@@ -263,16 +264,7 @@ describe('checkStack', () => {
     const r = checkStack({
       layers: [
         { name: 'partner backend', attempts: 1 },
-        {
-          name: 'client library',
-          attempts: 4,
-          baseDelayMs: 200,
-          maxDelayMs: 5000,
-          jitter: 'full',
-          timeoutMs: 1000,
-          deadlineMs: 3000,
-          budget: true,
-        },
+        CLIENT_LIBRARY_LAYER,
         { name: 'API gateway', attempts: 1, timeoutMs: 1000 },
       ],
     });
@@ -295,18 +287,7 @@ describe('checkStack', () => {
     };
     const pasted = checkStack({ layers: [{ name: 'client library', ...policy }] });
     const written = checkStack({
-      layers: [
-        {
-          name: 'client library',
-          attempts: 4,
-          baseDelayMs: 200,
-          maxDelayMs: 5000,
-          deadlineMs: 3000,
-          timeoutMs: 1000,
-          jitter: 'full',
-          budget: true,
-        },
-      ],
+      layers: [CLIENT_LIBRARY_LAYER],
     });
     expect(pasted).toEqual(written);
     expect(pasted.warnings).toEqual([]);

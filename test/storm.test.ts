@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Budget } from '../src/core/budgets/budget.js';
 import { RetryBudget } from '../src/core/budgets/retry-budget.js';
 import { runStorm, type StormOptions, type StormResult } from '../src/sim/storm.js';
+import { SMALL_STORM } from './helpers/fixtures.js';
 
 /** Runs each default scenario once, on first use. */
 const cache = new Map<string, StormResult>();
@@ -26,16 +27,6 @@ function tailSuccess(result: StormResult, n: number): number {
   const failed = tail.reduce((sum, s) => sum + s.failed, 0);
   return ok / (ok + failed);
 }
-
-/** A small, quick stormproof setup: 1,000 requests a second from 100 instances of 10 each. */
-const SMALL: StormOptions = {
-  policy: 'stormproof',
-  rps: 1000,
-  partnerInstances: 100,
-  durationSeconds: 60,
-  faultAtSeconds: 10,
-  forecastKeys: 10_000,
-};
 
 describe('runStorm with the defaults', () => {
   it('naive: the metastable state, several times normal load and still failing at the end', () => {
@@ -94,21 +85,21 @@ describe('runStorm with the defaults', () => {
 
 describe('runStorm is a deterministic simulation', () => {
   it('gives the same result for the same seed', () => {
-    const a = runStorm({ ...SMALL, policy: 'naive', seed: 7 });
-    const b = runStorm({ ...SMALL, policy: 'naive', seed: 7 });
+    const a = runStorm({ ...SMALL_STORM, policy: 'naive', seed: 7 });
+    const b = runStorm({ ...SMALL_STORM, policy: 'naive', seed: 7 });
     expect(b).toEqual(a);
   });
 
   it('gives another run for another seed', () => {
-    const a = runStorm({ ...SMALL, seed: 7 });
-    const b = runStorm({ ...SMALL, seed: 8 });
+    const a = runStorm({ ...SMALL_STORM, seed: 7 });
+    const b = runStorm({ ...SMALL_STORM, seed: 8 });
     expect(b.series).not.toEqual(a.series);
   });
 
   it('reports progress once per simulated second', () => {
     const calls: [number, number][] = [];
     runStorm({
-      ...SMALL,
+      ...SMALL_STORM,
       durationSeconds: 20,
       faultSeconds: 5,
       onProgress: (done, total) => calls.push([done, total]),
@@ -121,8 +112,8 @@ describe('runStorm is a deterministic simulation', () => {
 
 describe('the stormproof clients go through the engine', () => {
   it('retry more without a budget', () => {
-    const withBudget = runStorm(SMALL);
-    const without = runStorm({ ...SMALL, retryPolicy: { budget: false } });
+    const withBudget = runStorm(SMALL_STORM);
+    const without = runStorm({ ...SMALL_STORM, retryPolicy: { budget: false } });
     expect(withBudget.totals.budgetRefusals).toBeGreaterThan(0);
     expect(without.totals.budgetRefusals).toBe(0);
     expect(without.totals.retries.library).toBeGreaterThan(3 * withBudget.totals.retries.library);
@@ -144,15 +135,15 @@ describe('the stormproof clients go through the engine', () => {
       budgets.push(budget);
       return budget;
     };
-    const r = runStorm({ ...SMALL, retryPolicy: { budget: refuseAll } });
-    expect(budgets).toHaveLength(SMALL.partnerInstances ?? 0);
+    const r = runStorm({ ...SMALL_STORM, retryPolicy: { budget: refuseAll } });
+    expect(budgets).toHaveLength(SMALL_STORM.partnerInstances ?? 0);
     expect(r.totals.retries.library).toBe(0);
     expect(asked).toBeGreaterThan(0);
     expect(r.totals.budgetRefusals).toBe(asked);
   });
 
   it('make no retries with maxAttempts 1', () => {
-    const r = runStorm({ ...SMALL, retryPolicy: { maxAttempts: 1 } });
+    const r = runStorm({ ...SMALL_STORM, retryPolicy: { maxAttempts: 1 } });
     expect(r.totals.retries.library).toBe(0);
     // One attempt per user request (those of the last few ms are still on their way).
     expect(r.totals.edgeRequests).toBeLessThanOrEqual(r.totals.userRequests);
@@ -163,10 +154,10 @@ describe('the stormproof clients go through the engine', () => {
     // During the failover every failure is a 503 that comes back in about 0.5 s. With
     // Retry-After: 5 the engine gives up at once (the pause alone would pass the deadline).
     const ample = () => new RetryBudget({ maxCredits: 1_000_000, cost: 1 });
-    const two = runStorm({ ...SMALL, retryPolicy: { budget: ample } });
-    const five = runStorm({ ...SMALL, retryAfterSeconds: 5, retryPolicy: { budget: ample } });
+    const two = runStorm({ ...SMALL_STORM, retryPolicy: { budget: ample } });
+    const five = runStorm({ ...SMALL_STORM, retryAfterSeconds: 5, retryPolicy: { budget: ample } });
     const ignored = runStorm({
-      ...SMALL,
+      ...SMALL_STORM,
       retryAfterSeconds: 5,
       retryPolicy: { budget: ample, honorRetryAfter: false },
     });
@@ -177,7 +168,7 @@ describe('the stormproof clients go through the engine', () => {
 
   it('the old stack retries at all three layers', () => {
     // With the naive stack, a wrapped instance's tap can fan out to 4 x 4 x 4 calls.
-    const r = runStorm({ ...SMALL, policy: 'naive', wrappedShare: 1 });
+    const r = runStorm({ ...SMALL_STORM, policy: 'naive', wrappedShare: 1 });
     expect(r.totals.retries.wrapper).toBeGreaterThan(0);
     expect(r.totals.retries.gateway).toBeGreaterThan(r.totals.retries.library);
     expect(r.peakApiRps).toBeGreaterThan(10 * r.normalRps);
@@ -224,7 +215,7 @@ describe('runStorm validates its options', () => {
       /retryPolicy budget must be a function/,
     );
     expect(() =>
-      runStorm({ ...SMALL, retryPolicy: { budget: () => ({}) as unknown as Budget } }),
+      runStorm({ ...SMALL_STORM, retryPolicy: { budget: () => ({}) as unknown as Budget } }),
     ).toThrow(/budget must be a Budget/);
   });
 });

@@ -1,0 +1,27 @@
+// Fixtures several suites share.
+import type { StormOptions } from '../../src/sim/index.js';
+
+/**
+ * The fixed stack's one retrying layer, as a stack file writes it: 4 attempts, capped backoff
+ * with full jitter, a 1 s attempt timeout, a 3 s deadline and a budget.
+ */
+export const CLIENT_LIBRARY_LAYER = {
+  name: 'client library',
+  attempts: 4,
+  baseDelayMs: 200,
+  maxDelayMs: 5000,
+  jitter: 'full',
+  timeoutMs: 1000,
+  deadlineMs: 3000,
+  budget: true,
+} as const;
+
+/** A small, quick stormproof storm: 1,000 requests a second from 100 instances of 10 each. */
+export const SMALL_STORM: StormOptions = {
+  policy: 'stormproof',
+  rps: 1000,
+  partnerInstances: 100,
+  durationSeconds: 60,
+  faultAtSeconds: 10,
+  forecastKeys: 10_000,
+};
