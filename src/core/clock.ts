@@ -39,32 +39,6 @@ export const MAX_TIMER_MS = 2_147_483_647;
 // Looked up once: reading the global on every call costs a few nanoseconds on the success path.
 const platformPerformance = globalThis.performance;
 
-/** Sleeps on real timers, chained past MAX_TIMER_MS; an abort clears the timer and the listener. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const end = platformPerformance.now() + ms;
-    let timer: ReturnType<typeof setTimeout>;
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const wait = (left: number) => {
-      timer = setTimeout(
-        () => {
-          const rest = end - platformPerformance.now();
-          if (left > MAX_TIMER_MS && rest > 0) return wait(rest);
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        Math.min(left, MAX_TIMER_MS),
-      );
-    };
-    wait(ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
 /** A real timer, chained past MAX_TIMER_MS. */
 function setTimer(ms: number, callback: () => void): () => void {
   const end = platformPerformance.now() + ms;
@@ -81,6 +55,22 @@ function setTimer(ms: number, callback: () => void): () => void {
   };
   wait(ms);
   return () => clearTimeout(timer);
+}
+
+/** Sleeps on a real timer; an abort clears the timer and removes the listener at once. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      cancel();
+      reject(signal?.reason);
+    };
+    const cancel = setTimer(ms, () => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 /**
