@@ -1,10 +1,13 @@
 // The `storm` scenario's public face: the model itself is in parts in ./storm/ (run.ts assembles
 // them); see docs/storm-model.md.
-export type {
-  StormRecovery,
-  StormResult,
-  StormSecond,
-  StormTotals,
+export {
+  GOODPUT_SHARE,
+  type StormRecovery,
+  type StormResult,
+  type StormSecond,
+  type StormServerRampStep,
+  type StormServerReport,
+  type StormTotals,
 } from './storm/measurements.js';
 export {
   STORM_DEFAULTS,
@@ -13,5 +16,6 @@ export {
   type StormParameters,
   type StormPolicy,
   type StormRetryPolicy,
+  type StormServer,
 } from './storm/options.js';
 export { runStorm } from './storm/run.js';

@@ -25,11 +25,15 @@ const NO_DEADLINE_MS = 1e12;
  * millions of decisions in a storm; asking once keeps a run to seconds. A library with a budget,
  * jitter or a deadline (the stormproof one, or any `retryPolicy` that adds them) calls `step`
  * for every decision.
+ *
+ * The old stack predates the server's headers: it sees a failure's status (or its timeout) and
+ * nothing else, so `step` is shown the failure without its headers (a stormproof server's
+ * `stormproof-pushback-ms`, which the engine would obey exactly, means nothing to it).
  */
 export class FixedLayer {
   readonly #policy: ResolvedPolicy;
-  /** Per failure: the wait after attempt n (at index n - 1), or -1 for giving up. */
-  readonly #answers = new Map<Outcome, number[]>();
+  /** Per failure (its status, or -1 for a timeout): the wait after attempt n (at index n - 1), or -1 for giving up. */
+  readonly #answers = new Map<number, number[]>();
 
   /**
    * Whether the policy's decisions depend on nothing but the attempt number and the failure: no
@@ -56,23 +60,27 @@ export class FixedLayer {
 
   /** The engine's wait before the next attempt after `attempt` failed with `outcome`, or -1. */
   afterFailure(attempt: number, outcome: Outcome): number {
-    let answers = this.#answers.get(outcome);
+    const error = (outcome as { error?: { status?: number; timedOut?: boolean } }).error;
+    const failure = error?.timedOut === true ? -1 : (error?.status ?? 0);
+    let answers = this.#answers.get(failure);
     if (answers === undefined) {
+      const seen: Outcome = {
+        ok: false,
+        error: failure === -1 ? { timedOut: true } : { status: failure },
+      };
       answers = [];
       let state: RetryState = startState(this.#policy, 0);
       for (;;) {
-        const d = step(this.#policy, state, outcome, 0);
+        const d = step(this.#policy, state, seen, 0);
         if (d.action !== 'retry') break;
         answers.push(d.delayMs);
         state = d.state;
       }
-      this.#answers.set(outcome, answers);
+      this.#answers.set(failure, answers);
     }
     return answers[attempt - 1] ?? -1;
   }
 }
-
-/** Which of `n` items (0-based) a uniform draw `u` in [0, 1) picks under the cumulative weights. */
 
 /** The retry layers of one run. */
 export interface ClientPolicy {

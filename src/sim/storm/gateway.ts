@@ -67,6 +67,13 @@ export class Gateway implements ServerCaller {
     if (this.#failed(a, outcome)) this.#try(a);
   }
 
+  /** The servers' protection rejected job `j` after it waited in their queue: a quick answer, no work wasted. */
+  rejectedLater(j: Job, outcome: Outcome): void {
+    const a = j.attempt;
+    if (a.done || a.stage !== IN_GATEWAY || a.tryNo !== j.tryNo) return;
+    if (this.#failed(a, outcome)) this.#try(a);
+  }
+
   /** Tries the API servers for `a`, retrying at once while the gateway's policy says so. */
   #try(a: Attempt): void {
     const world = this.world;

@@ -1,7 +1,15 @@
 // Measurements: what the model counts, second by second, and the figures a run reports (the
 // definitions are in docs/storm-model.md, "What is measured"). The model's parts count into the
 // per-second arrays; `figures` turns them into the result once the run is over.
+import type { RampReason } from '../../server/ramp.js';
 import type { StormParameters } from './options.js';
+
+/**
+ * Goodput counts as back when the taps that ended with a forecast in a second are at least this
+ * share of the taps started in it (issue 10's "at least 95% of capacity": the demand, 4,000 a
+ * second, is what the servers are asked to serve, well below what they can).
+ */
+export const GOODPUT_SHARE = 0.95;
 
 /** What happened in one second of virtual time. Counts are per second. */
 export interface StormSecond {
@@ -80,6 +88,43 @@ export interface StormRecovery {
   readonly reopenedAtSeconds: number | null;
 }
 
+/** One move of one API server's ramp (stormproof/server reopening in steps). */
+export interface StormServerRampStep {
+  /** When, in seconds from the start of the run (to the millisecond). */
+  readonly atSeconds: number;
+  /** Which API server (0-based). */
+  readonly server: number;
+  /** The share of new requests it admits from then on. */
+  readonly share: number;
+  /** Why: the engine's `RampEvent` reason. */
+  readonly reason: RampReason;
+  /** The error rate and mean latency of the window that led here, when one did. */
+  readonly errorRate?: number;
+  readonly meanLatencyMs?: number;
+}
+
+/** What the API servers' protection did (`server` other than `'none'`). */
+export interface StormServerReport {
+  readonly kind: 'stormproof' | 'all-or-nothing';
+  /**
+   * Requests it rejected, by reason: the engine's shed reasons (`limit`, `queue-full`,
+   * `queue-timeout`, `ramp`, ...) summed over the servers, or `pressure` for all-or-nothing.
+   */
+  readonly shed: Readonly<Record<string, number>>;
+  /**
+   * Per second, at its end: the mean share of new requests the servers' ramps admit
+   * (stormproof), or 1 when the all-or-nothing shedder is open and 0 while it rejects everything.
+   */
+  readonly admittedShare: readonly number[];
+  /** Every move of every server's ramp, in order (stormproof; empty for all-or-nothing). */
+  readonly ramp: readonly StormServerRampStep[];
+  /**
+   * When the last server's ramp opened fully again, in seconds from the start, if every
+   * server's last move opened it; null otherwise, or when no ramp moved.
+   */
+  readonly reopenedAtSeconds: number | null;
+}
+
 /** The outcome of {@link runStorm}. */
 export interface StormResult {
   /**
@@ -106,10 +151,19 @@ export interface StormResult {
    * ratio of at least `recoveryThreshold`; null if there is none.
    */
   readonly recoveredAfterFaultSeconds: number | null;
+  /**
+   * Seconds from the moment the database is healthy again to the first second from which every
+   * second to the end of the run (at least `recoveryHoldSeconds` of them) has a goodput of at
+   * least 95% of the demand: taps that ended with a forecast in that second over taps started in
+   * it ({@link GOODPUT_SHARE}). Null if there is none.
+   */
+  readonly goodputRecoveredAfterFaultSeconds: number | null;
   /** When the database was healthy again, in seconds from the start of the run. */
   readonly dbHealthyAtSeconds: number;
   /** The manual recovery, when `manualRecovery` was on and the shedding started within the run. */
   readonly recovery: StormRecovery | null;
+  /** What the API servers' protection did, or null with `server: 'none'`. */
+  readonly server: StormServerReport | null;
   /** Totals over the run. */
   readonly totals: StormTotals;
   /** One entry per second of the run. */
@@ -177,7 +231,11 @@ export class Measurements {
   }
 
   /** The run's figures, from the counts and the parameters used. */
-  figures(p: StormParameters, recovery: StormRecovery | null): StormResult {
+  figures(
+    p: StormParameters,
+    recovery: StormRecovery | null,
+    server: StormServerReport | null,
+  ): StormResult {
     const seconds = this.seconds;
     const dbHealthyAtSeconds = p.faultAtSeconds + p.faultSeconds;
     const series: StormSecond[] = [];
@@ -213,13 +271,15 @@ export class Measurements {
     for (let s = 1; s < p.faultAtSeconds; s++) normalSum += this.offered[s]! - this.shed[s]!;
     const normalRps = Math.round(normalSum / (p.faultAtSeconds - 1));
 
-    let recoveredAt: number | null = null;
-    for (let s = seconds - 1; s >= dbHealthyAtSeconds; s--) {
+    const recoveredAt = this.#healthyFrom(dbHealthyAtSeconds, p.recoveryHoldSeconds, (s) => {
       const finished = this.succeeded[s]! + this.failed[s]!;
-      if (finished === 0 || this.succeeded[s]! / finished < p.recoveryThreshold) break;
-      recoveredAt = s;
-    }
-    if (recoveredAt !== null && seconds - recoveredAt < p.recoveryHoldSeconds) recoveredAt = null;
+      return finished > 0 && this.succeeded[s]! / finished >= p.recoveryThreshold;
+    });
+    const goodputAt = this.#healthyFrom(
+      dbHealthyAtSeconds,
+      p.recoveryHoldSeconds,
+      (s) => this.succeeded[s]! >= GOODPUT_SHARE * this.users[s]!,
+    );
 
     const sum = (a: Float64Array) => a.reduce((x, y) => x + y, 0);
     return {
@@ -228,8 +288,10 @@ export class Measurements {
       peakEdgeRps,
       peakApiRps,
       recoveredAfterFaultSeconds: recoveredAt === null ? null : recoveredAt - dbHealthyAtSeconds,
+      goodputRecoveredAfterFaultSeconds: goodputAt === null ? null : goodputAt - dbHealthyAtSeconds,
       dbHealthyAtSeconds,
       recovery,
+      server,
       totals: {
         userRequests: sum(this.users),
         succeeded: sum(this.succeeded),
@@ -249,5 +311,18 @@ export class Measurements {
       series,
       parameters: p,
     };
+  }
+
+  /**
+   * The first second at or after `from` from which every second to the end is `healthy`, with
+   * at least `hold` seconds of the run left; null if there is none.
+   */
+  #healthyFrom(from: number, hold: number, healthy: (s: number) => boolean): number | null {
+    let at: number | null = null;
+    for (let s = this.seconds - 1; s >= from; s--) {
+      if (!healthy(s)) break;
+      at = s;
+    }
+    return at !== null && this.seconds - at < hold ? null : at;
   }
 }

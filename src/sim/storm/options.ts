@@ -14,6 +14,14 @@ import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../../cor
 export type StormPolicy = 'naive' | 'stormproof';
 
 /**
+ * What protects the API servers from overload, beyond their connection limit: nothing, the real
+ * stormproof/server engine in each server, or an all-or-nothing shedder in the style of Fastify's
+ * under-pressure (everything rejected with a constant `Retry-After: 10` while a 1 s sample says
+ * the server is under pressure).
+ */
+export type StormServer = 'none' | 'stormproof' | 'all-or-nothing';
+
+/**
  * The client library's retry options in the storm, on top of the setup's own (see
  * {@link StormOptions.retryPolicy}). The same options as `createRetryPolicy`, except that the
  * clock and random source are the simulator's and the budget is made once per partner instance.
@@ -99,6 +107,33 @@ export interface StormOptions {
    * ```
    */
   breaker?: boolean | StormBreakerOptions | undefined;
+  /**
+   * What protects the API servers. `'none'`: only their connection limit, as in the storm
+   * story. `'stormproof'`: each API server runs the real stormproof/server engine
+   * (`createShedder` with its defaults: a Gradient2 concurrency limit, a CoDel queue of 100,
+   * first attempts before retries, a spread Retry-After, reopening in 20% steps with an error and
+   * latency check per step) on the simulator's clock and random source. `'all-or-nothing'`:
+   * Fastify under-pressure's mechanism: every second the servers sample their CPU queue's delay
+   * (the event-loop delay of a Node server), and while it is above 1,000 ms every request is
+   * rejected with a 503 and `Retry-After: 10`.
+   * @default 'none'
+   * @example
+   * ```ts
+   * runStorm({ policy: 'naive', server: 'stormproof' })
+   * ```
+   */
+  server?: StormServer | undefined;
+  /**
+   * How many API servers share the connections and the cores (16 servers x 2,000 connections x 2
+   * cores by default). With `server: 'stormproof'` each runs its own engine, as each process
+   * runs its own middleware, and the gateway spreads its tries over them in turn.
+   * @default 16
+   * @example
+   * ```ts
+   * runStorm({ server: 'stormproof', apiServers: 4 })
+   * ```
+   */
+  apiServers?: number | undefined;
   /**
    * Seed of the one CPython-compatible generator (`random.Random(seed)`) behind every random
    * draw: arrivals, forecast keys, network delays, jitter. The same seed gives the same run.
@@ -427,6 +462,8 @@ const DEFAULTS: StormParameters = Object.freeze({
   policy: 'naive',
   manualRecovery: false,
   breaker: false,
+  server: 'none',
+  apiServers: 16,
   seed: 1,
   rps: 4000,
   durationSeconds: 180,
@@ -496,6 +533,18 @@ function resolveBreaker(value: unknown, policy: StormPolicy): false | StormBreak
   return Object.freeze(Object.fromEntries(BREAKER_KEYS.map((k) => [k, filled[k]])));
 }
 
+const SERVERS: readonly StormServer[] = ['none', 'stormproof', 'all-or-nothing'];
+
+function resolveServer(value: unknown): StormServer {
+  if (value === undefined) return DEFAULTS.server;
+  if (!SERVERS.includes(value as StormServer)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} server must be 'none', 'stormproof' or 'all-or-nothing', got ${show(value)}`,
+    );
+  }
+  return value as StormServer;
+}
+
 function checkBoolean(name: string, value: unknown): boolean {
   if (typeof value !== 'boolean') {
     throw new TypeError(`stormproof: ${OWNER} ${name} must be a boolean, got ${show(value)}`);
@@ -526,6 +575,8 @@ export function resolveOptions(options: unknown): {
     policy,
     manualRecovery: checkBoolean('manualRecovery', o.manualRecovery ?? DEFAULTS.manualRecovery),
     breaker: resolveBreaker(o.breaker, policy),
+    server: resolveServer(o.server),
+    apiServers: num('apiServers', { min: 1, max: 100_000, integer: true }),
     seed: num('seed', { min: 0, max: Number.MAX_SAFE_INTEGER, integer: true }),
     rps: num('rps', { ...positive, max: 1_000_000 }),
     durationSeconds,

@@ -8,6 +8,7 @@
 //   edge.ts           the edge load balancer and the on-call engineer's manual recovery
 //   gateway.ts        the API gateway and its retries
 //   servers.ts        the API servers and their queue: connections, CPU, cache
+//   protection.ts     what protects the servers: stormproof/server, or all-or-nothing
 //   database.ts       the forecast database and the trigger, its failover
 //   measurements.ts   per-second counts and the figures of the result
 // The model and every parameter are described in docs/storm-model.md.
@@ -29,8 +30,11 @@ import {
   EV_GATEWAY_RETRY,
   EV_GATEWAY_TIMEOUT,
   EV_LIBRARY_RETRY,
+  EV_SERVER_DECIDED,
+  EV_TIMER,
   EV_WRAPPER_RETRY,
   type Job,
+  type Timer,
   type UserRequest,
   World,
 } from './world.js';
@@ -95,6 +99,14 @@ export function runStorm(options?: StormOptions): StormResult {
       case EV_DB_FAILED:
         database.failed(item as Job);
         return;
+      case EV_SERVER_DECIDED:
+        servers.decided(item as Job);
+        return;
+      case EV_TIMER: {
+        const timer = item as Timer;
+        if (!timer.cancelled) timer.callback();
+        return;
+      }
     }
   };
 
@@ -122,10 +134,11 @@ export function runStorm(options?: StormOptions): StormResult {
       for (; i < bucket.size; i++) dispatch(items[i], codes[i]!);
       calendar.clear(bucket);
     }
+    servers.endSecond(sec);
     m.busy[sec] = servers.busy;
     m.admitted[sec] = edge.admittedShare;
     onProgress?.(sec + 1, seconds);
   }
   world.now = seconds * 1000;
-  return m.figures(p, edge.recovery);
+  return m.figures(p, edge.recovery, servers.guard?.report() ?? null);
 }

@@ -7,12 +7,15 @@ import type { Outcome } from '../../core/step.js';
 import type { Arrivals } from './arrivals.js';
 import { Database } from './database.js';
 import type { Measurements } from './measurements.js';
+import { AllOrNothingGuard, RUN, type ServerGuard, StormproofGuard, WAIT } from './protection.js';
 import { type Attempt, type Job, OK, type World } from './world.js';
 
 /** Who sent the servers their requests, and gets each answer: the gateway. */
 export interface ServerCaller {
   /** The servers wrote `outcome` for job `j` and freed its connection. */
   answered(j: Job, outcome: Outcome): void;
+  /** The servers' protection rejected job `j`, which had waited in its queue. */
+  rejectedLater(j: Job, outcome: Outcome): void;
 }
 
 export class ApiServers {
@@ -27,6 +30,8 @@ export class ApiServers {
   readonly #ttlMs: number;
   readonly database: Database;
   caller: ServerCaller | undefined;
+  /** What protects the servers beyond their connection limit (`server` option), or nothing. */
+  readonly guard: ServerGuard | undefined;
 
   constructor(
     private readonly world: World,
@@ -34,6 +39,12 @@ export class ApiServers {
     arrivals: Arrivals,
   ) {
     const p = world.p;
+    this.guard =
+      p.server === 'stormproof'
+        ? new StormproofGuard(world)
+        : p.server === 'all-or-nothing'
+          ? new AllOrNothingGuard(() => this.#queueDelayMs())
+          : undefined;
     this.database = new Database(world, m, (j, outcome) => this.#fromDatabase(j, outcome));
     // The cache starts in its steady state: a key asked for r times a second is cached
     // rT / (1 + rT) of the time, and a cached entry has a uniformly distributed time left.
@@ -50,23 +61,57 @@ export class ApiServers {
    * answer it is rejected with at once.
    */
   accept(a: Attempt, tryNo: number): Outcome | undefined {
-    const m = this.m;
-    const sec = this.world.sec;
-    m.apiCalls[sec]!++;
-    if (this.busy < this.world.p.apiConnections) {
-      this.busy++;
-      this.#cpuQueue.push({
-        attempt: a,
-        tryNo,
-        key: a.user.key,
-        remaining: Number.NaN,
-        miss: false,
-      });
-      return undefined;
+    this.m.apiCalls[this.world.sec]!++;
+    if (this.busy >= this.world.p.apiConnections) {
+      this.#reject();
+      return this.world.serviceUnavailable;
     }
-    m.rejected[sec]!++;
+    this.busy++;
+    const j: Job = {
+      attempt: a,
+      tryNo,
+      key: a.user.key,
+      remaining: Number.NaN,
+      miss: false,
+      acceptedAt: this.world.now,
+      server: 0,
+      admission: undefined,
+    };
+    const verdict = this.guard === undefined ? RUN : this.guard.admit(j);
+    if (verdict === RUN) this.#cpuQueue.push(j);
+    if (verdict === RUN || verdict === WAIT) return undefined;
+    this.busy--;
+    this.#reject();
+    return verdict;
+  }
+
+  /** The protection decided on a job that waited in its queue (EV_SERVER_DECIDED). */
+  decided(j: Job): void {
+    const rejection = StormproofGuard.rejection(j);
+    if (rejection === undefined) {
+      this.#cpuQueue.push(j);
+      return;
+    }
+    this.busy--;
+    this.#reject();
+    this.caller!.rejectedLater(j, rejection);
+  }
+
+  /** The end of second `sec`: the protection samples or records. */
+  endSecond(sec: number): void {
+    this.guard?.endSecond(sec);
+  }
+
+  /** A request rejected at once: a canned 503 costs the servers `rejectCpuMs` of CPU. */
+  #reject(): void {
+    this.m.rejected[this.world.sec]!++;
     this.#cpuDebtMs += this.world.p.rejectCpuMs;
-    return this.world.serviceUnavailable;
+  }
+
+  /** How long the request at the front of the CPU queue has waited, in ms (0 when empty). */
+  #queueDelayMs(): number {
+    const head = this.#cpuQueue[this.#cpuHead];
+    return head === undefined ? 0 : this.world.now - head.acceptedAt;
   }
 
   /** Runs the CPU for one millisecond: rejections first, then the queue in order. */
@@ -116,6 +161,7 @@ export class ApiServers {
   /** A server writes its answer to job `j` and frees the connection. */
   #finish(j: Job, outcome: Outcome): void {
     this.busy--;
+    this.guard?.finished(j, outcome.ok);
     this.caller!.answered(j, outcome);
   }
 }

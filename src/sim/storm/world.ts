@@ -5,6 +5,7 @@
 import type { BreakerAdmission } from '../../core/breaker/breaker.js';
 import type { Clock } from '../../core/clock.js';
 import type { Outcome, RetryState } from '../../core/step.js';
+import type { Admission } from '../../server/shedder.js';
 import { PythonRandom } from '../python-random.js';
 import { Calendar } from '../storm-calendar.js';
 import type { StormParameters } from './options.js';
@@ -31,7 +32,18 @@ export class World {
     const rng = new PythonRandom(p.seed);
     this.rng = rng;
     this.random = () => rng.random();
-    this.clock = { now: () => this.now, sleep: () => Promise.resolve() };
+    this.clock = {
+      now: () => this.now,
+      sleep: () => Promise.resolve(),
+      // Timers on the calendar: the server engine's queue timer fires at its virtual millisecond.
+      setTimer: (ms, callback) => {
+        const timer: Timer = { callback, cancelled: false };
+        this.calendar.schedule(this.now + Math.ceil(ms), timer, EV_TIMER);
+        return () => {
+          timer.cancelled = true;
+        };
+      },
+    };
     this.serviceUnavailable = unavailable(p.retryAfterSeconds);
   }
 
@@ -88,6 +100,17 @@ export interface Job {
   /** CPU ms still to do; NaN until the CPU first reaches it and looks in the cache. */
   remaining: number;
   miss: boolean;
+  /** When the server accepted its connection. */
+  readonly acceptedAt: number;
+  /** With server protection: which server took it, and its engine's decision once made. */
+  server: number;
+  admission: Admission | undefined;
+}
+
+/** A timer of the simulator's clock (see {@link World.clock}). */
+export interface Timer {
+  readonly callback: () => void;
+  cancelled: boolean;
 }
 
 // Event kinds. The low 4 bits of a code are the kind; the gateway timeout keeps its try number
@@ -101,6 +124,10 @@ export const EV_GATEWAY_RETRY = 5;
 export const EV_GATEWAY_TIMEOUT = 6;
 export const EV_DB_DONE = 7;
 export const EV_DB_FAILED = 8;
+/** A server engine decided on a queued request (the job carries the decision). */
+export const EV_SERVER_DECIDED = 9;
+/** A timer of the simulator's clock is due. */
+export const EV_TIMER = 10;
 
 export const OK: Outcome = Object.freeze({ ok: true });
 export const CLIENT_TIMEOUT: Outcome = Object.freeze({
