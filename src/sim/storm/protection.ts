@@ -39,6 +39,17 @@ function rejectionOutcome(r: Rejection): Outcome {
   return { ok: false, error: { status: r.status, headers } };
 }
 
+/** A rejection as a client that reads its status only sees it: one object per status. */
+const STATUS_ONLY = new Map<number, Outcome>();
+function statusOutcome(r: Rejection): Outcome {
+  let outcome = STATUS_ONLY.get(r.status);
+  if (outcome === undefined) {
+    outcome = Object.freeze({ ok: false, error: Object.freeze({ status: r.status }) });
+    STATUS_ONLY.set(r.status, outcome);
+  }
+  return outcome;
+}
+
 const NO_HEADERS: HeaderReader = () => undefined;
 
 /** One stormproof/server engine per API server, with its defaults. */
@@ -49,9 +60,19 @@ export class StormproofGuard implements ServerGuard {
   /** Header readers of retries, by the client library's attempt number. */
   readonly #retryReaders: HeaderReader[] = [];
   #next = 0;
+  /** How the clients see a rejection (see the constructor). */
+  readonly #seen: (r: Rejection) => Outcome;
 
-  constructor(private readonly world: World) {
+  /**
+   * @param statusOnly Whether every retrying layer reads a failure's status only (the old
+   *   stack): then its rejections need not carry their headers, which saves building millions.
+   */
+  constructor(
+    private readonly world: World,
+    statusOnly: boolean,
+  ) {
     const p = world.p;
+    this.#seen = statusOnly ? statusOutcome : rejectionOutcome;
     this.#shedders = Array.from({ length: p.apiServers }, (_, server) =>
       createShedder({
         clock: world.clock,
@@ -80,15 +101,15 @@ export class StormproofGuard implements ServerGuard {
       world.calendar.schedule(world.now, j, EV_SERVER_DECIDED);
     });
     if (admission === undefined) return WAIT;
-    if (!admission.admitted) return rejectionOutcome(admission);
+    if (!admission.admitted) return this.#seen(admission);
     j.admission = admission;
     return RUN;
   }
 
   /** The outcome a queued request's decision answers with, when it was a rejection. */
-  static rejection(j: Job): Outcome | undefined {
+  rejection(j: Job): Outcome | undefined {
     const a = j.admission;
-    return a === undefined || a.admitted ? undefined : rejectionOutcome(a);
+    return a === undefined || a.admitted ? undefined : this.#seen(a);
   }
 
   finished(j: Job, ok: boolean): void {

@@ -64,7 +64,8 @@ export function runStorm(options?: StormOptions): StormResult {
   // state, then the edge's order of instances), so the order is part of the seed's meaning.
   const policy = clientPolicy(world, m, retryPolicy);
   const arrivals = new Arrivals(world);
-  const servers = new ApiServers(world, m, arrivals);
+  // The old stack's layers read a failure's status only (see FixedLayer).
+  const servers = new ApiServers(world, m, arrivals, policy.fixedLibrary !== undefined);
   const gateway = new Gateway(world, m, servers, policy.gateway);
   const edge = new Edge(world, m, gateway);
   const clients = new Clients(world, m, policy, arrivals, gateway);

@@ -37,11 +37,13 @@ export class ApiServers {
     private readonly world: World,
     private readonly m: Measurements,
     arrivals: Arrivals,
+    /** Whether every retrying layer reads a failure's status only (see StormproofGuard). */
+    statusOnly: boolean,
   ) {
     const p = world.p;
     this.guard =
       p.server === 'stormproof'
-        ? new StormproofGuard(world)
+        ? new StormproofGuard(world, statusOnly)
         : p.server === 'all-or-nothing'
           ? new AllOrNothingGuard(() => this.#queueDelayMs())
           : undefined;
@@ -87,7 +89,7 @@ export class ApiServers {
 
   /** The protection decided on a job that waited in its queue (EV_SERVER_DECIDED). */
   decided(j: Job): void {
-    const rejection = StormproofGuard.rejection(j);
+    const rejection = (this.guard as StormproofGuard).rejection(j);
     if (rejection === undefined) {
       this.#cpuQueue.push(j);
       return;
