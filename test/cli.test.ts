@@ -156,6 +156,23 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
     expect(manual).toMatchObject({ policy: 'naive', manualRecovery: true });
   });
 
+  it('storm --server: the API servers protected by stormproof/server or all or nothing', async () => {
+    for (const server of ['stormproof', 'all-or-nothing']) {
+      const r = (await json(['sim', 'storm', '--server', server, ...SMALL_STORM])) as Record<
+        string,
+        unknown
+      >;
+      expect(r).toMatchObject({ policy: 'naive', server });
+      expect(r).toHaveProperty('goodputRecoveredAfterFaultSeconds');
+    }
+    const text = await cli(['sim', 'storm', '--server', 'stormproof', ...SMALL_STORM]);
+    expect(text.stdout).toContain('storm: naive + stormproof/server');
+    expect(text.stdout).toContain('goodput back to 95% of demand');
+    const bad = await cli(['sim', 'storm', '--server', 'fastify', ...SMALL_STORM]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--server/);
+  });
+
   it('storm --breaker: a circuit breaker per partner instance, stormproof only', async () => {
     const args = ['sim', 'storm', '--policy', 'stormproof', ...SMALL_STORM];
     const plain = (await json(args)) as Record<string, unknown>;
@@ -243,14 +260,17 @@ describe.concurrent('stormproof lab', () => {
     const out = join(dir, 'lab/storm-lab.html');
     const r = await cli(['lab', ...SMALL_STORM, '--out', out]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/naive\s+stormproof/);
+    expect(r.stdout).toMatch(
+      /naive\s+naive \+ stormproof\/server\s+naive \+ all-or-nothing shedder\s+stormproof\s+stormproof \+ stormproof\/server/,
+    );
     expect(r.stdout).toMatch(/normal load \(requests\/s\)\s+[\d,]+\s+[\d,]+/);
     expect(r.stdout).toMatch(/peak load after the database was back\s+[\d,]+\s+[\d,]+/);
     expect(r.stdout).toMatch(/recovered after the database/);
     expect(r.stdout).toContain(`Report with the charts: ${out}`);
     const html = readFileSync(out, 'utf8');
-    // naive and stormproof side by side on one scale, then stormproof on its own.
-    expect(html.match(/<svg /g)).toHaveLength(3);
+    // The five runs side by side on one scale, stormproof on its own, then the servers' share.
+    expect(html.match(/<svg /g)).toHaveLength(7);
+    expect(html).toContain('What the API servers&#39; protection did');
     expect(html).toContain('The storm lab');
     expect(html).toContain('stormproof on its own scale');
     // Where stormproof's failed requests fall, in figures that add up to its total.
@@ -274,20 +294,31 @@ describe.concurrent('stormproof lab', () => {
     expect(both.stderr).toMatch(/--out .*other\.html and --plot .*plotted\.html name two files/);
   });
 
-  it('--json gives both setups and the report path; --manual-recovery adds a third', async () => {
+  it('--json gives every setup and the report path; --manual-recovery adds one', async () => {
     const out = join(dir, 'lab/lab.svg');
     const r = (await json(['lab', ...SMALL_STORM, '--manual-recovery', '--out', out])) as Record<
       string,
       Record<string, unknown>
     >;
-    expect(Object.keys(r)).toEqual(['naive', 'naiveManualRecovery', 'stormproof', 'report']);
-    for (const key of ['naive', 'naiveManualRecovery', 'stormproof']) {
+    const setups = [
+      'naive',
+      'naiveManualRecovery',
+      'naiveServer',
+      'naiveAllOrNothing',
+      'stormproof',
+      'stormproofServer',
+    ];
+    expect(Object.keys(r)).toEqual([...setups, 'report']);
+    expect(r.naiveServer).toMatchObject({ policy: 'naive', server: 'stormproof' });
+    expect(r.naiveAllOrNothing).toMatchObject({ policy: 'naive', server: 'all-or-nothing' });
+    expect(r.stormproofServer).toMatchObject({ policy: 'stormproof', server: 'stormproof' });
+    for (const key of setups) {
       expect(Object.keys(r[key]!)).toEqual(
         expect.arrayContaining(['normalRps', 'peakRpsAfterFailover', 'recoveredAfterFaultSeconds']),
       );
     }
     expect(r.report).toBe(out);
-    expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(4);
+    expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(8);
   });
 });
 

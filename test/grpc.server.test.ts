@@ -141,6 +141,10 @@ function counted(shedder: Shedder): {
       const pending = shedder.admit(header, caller);
       return pending instanceof Promise ? pending.then(wrap) : wrap(pending);
     },
+    admitOrQueue: (header, settle, caller) => {
+      const now = shedder.admitOrQueue(header, (admission) => settle(wrap(admission)), caller);
+      return now === undefined ? undefined : wrap(now);
+    },
     reopen: () => shedder.reopen(),
     stats: () => shedder.stats(),
     close: () => shedder.close(),

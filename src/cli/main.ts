@@ -21,6 +21,7 @@ import {
   stormTable,
   type Values,
 } from './scenarios.js';
+import { labKey, labSetups } from './storm-server.js';
 
 /** Exit codes. */
 const OK = 0;
@@ -254,7 +255,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
   }
   if (parsed.help) {
     io.out(
-      `Usage: ${command} [options]\n\nThe storm lab: the weather API's 30 s database failover, naive retries versus stormproof,\nside by side. Prints a comparison and writes a self-contained report with the charts.\n\nOptions:\n${optionsHelp(LAB_OPTIONS)}\n`,
+      `Usage: ${command} [options]\n\nThe storm lab: the weather API's 30 s database failover, naive retries versus stormproof,\neach also with its API servers protected (stormproof/server, or an all-or-nothing shedder),\nside by side. Prints a comparison and writes a self-contained report with the charts.\n\nOptions:\n${optionsHelp(LAB_OPTIONS)}\n`,
     );
     return OK;
   }
@@ -267,12 +268,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
     faultAtSeconds: values.faultAtSeconds,
     faultSeconds: values.faultSeconds,
   };
-  const setups: Record<string, unknown>[] = [
-    { policy: 'naive', manualRecovery: false },
-    { policy: 'stormproof', manualRecovery: false },
-  ];
-  if (values.manualRecovery === true)
-    setups.splice(1, 0, { policy: 'naive', manualRecovery: true });
+  const setups = labSetups(values.manualRecovery === true);
   const jobs: Job[] = setups.map((setup) => ({
     runner: 'storm',
     options: Object.fromEntries(
@@ -288,12 +284,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
   const out = String(values.plot ?? values.out);
   writeReport(out, stormReport(runs, 'The storm lab: naive retries versus stormproof'));
   if (values.json === true) {
-    const figures = Object.fromEntries(
-      runs.map((r) => [
-        r.parameters.manualRecovery ? 'naiveManualRecovery' : r.parameters.policy,
-        stormFigures(r),
-      ]),
-    );
+    const figures = Object.fromEntries(runs.map((r) => [labKey(r), stormFigures(r)]));
     io.out(`${JSON.stringify({ ...figures, report: out })}\n`);
   } else {
     const p = runs[0]!.parameters;

@@ -19,6 +19,7 @@ import type { OptionSpec } from './args.js';
 import type { HerdTimeline } from './herd-timeline.js';
 import { num, round, table } from './output.js';
 import type { Job } from './runners.js';
+import { goodputBack, SERVER_OPTION, serverSection, serverSuffix } from './storm-server.js';
 
 /** Parsed option values by key. */
 export type Values = Readonly<Record<string, string | number | bigint | boolean | undefined>>;
@@ -532,11 +533,18 @@ export const STORM_MODEL_OPTIONS: readonly OptionSpec[] = [
   },
 ];
 
-function stormOptions(values: Values, policy: string, manualRecovery: boolean, breaker = false) {
+function stormOptions(
+  values: Values,
+  policy: string,
+  manualRecovery: boolean,
+  breaker = false,
+  server: unknown = 'none',
+) {
   return defined({
     policy,
     manualRecovery,
     breaker,
+    server,
     seed: values.seed,
     rps: values.rps,
     durationSeconds: values.durationSeconds,
@@ -556,6 +564,9 @@ export function stormFigures(r: StormResult) {
     peakEdgeRps: r.peakEdgeRps,
     peakApiRps: r.peakApiRps,
     recoveredAfterFaultSeconds: r.recoveredAfterFaultSeconds,
+    server: r.parameters.server,
+    goodputRecoveredAfterFaultSeconds: r.goodputRecoveredAfterFaultSeconds,
+    serverReopenedAtSeconds: r.server?.reopenedAtSeconds ?? null,
     userRequests: r.totals.userRequests,
     failedUserRequests: r.totals.failed,
   };
@@ -564,7 +575,7 @@ export function stormFigures(r: StormResult) {
 /** A storm run's name for tables and charts. */
 export function stormName(r: StormResult): string {
   const p = r.parameters;
-  return `${p.policy}${p.breaker === false ? '' : ' + breaker'}${p.manualRecovery ? ' + manual recovery' : ''}`;
+  return `${p.policy}${p.breaker === false ? '' : ' + breaker'}${p.manualRecovery ? ' + manual recovery' : ''}${serverSuffix(p.server)}`;
 }
 
 function recovered(r: StormResult): string {
@@ -582,6 +593,7 @@ export function stormTable(runs: readonly StormResult[]): string {
     ['peak at the edge, failover included', ...runs.map((r) => num(r.peakEdgeRps))],
     ['peak on the API servers (calls/s)', ...runs.map((r) => num(r.peakApiRps))],
     ['recovered after the database', ...runs.map(recovered)],
+    ['goodput back to 95% of demand', ...runs.map(goodputBack)],
     ['user requests that failed', ...runs.map((r) => num(r.totals.failed))],
   ]);
 }
@@ -672,6 +684,7 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
         ['peak at the edge, failover included (requests/s)', ...runs.map((r) => r.peakEdgeRps)],
         ['peak on the API servers (calls/s)', ...runs.map((r) => r.peakApiRps)],
         ['recovered after the database', ...runs.map(recovered)],
+        ['goodput back to 95% of demand after the database', ...runs.map(goodputBack)],
         ['user requests', ...runs.map((r) => r.totals.userRequests)],
         ['user requests that failed', ...runs.map((r) => r.totals.failed)],
         ['  of them while the database was down', ...runs.map((r) => failuresByPhase(r).down)],
@@ -684,6 +697,7 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
     },
     charts: runs.map(stormChart),
   };
+  const server = serverSection(runs, stormName);
   return {
     title,
     intro: [
@@ -691,7 +705,10 @@ export function stormReport(runs: readonly StormResult[], title = 'The storm lab
     ],
     sections: [
       section,
-      ...runs.filter((r) => r.parameters.policy === 'stormproof').map(ownScaleSection),
+      ...runs
+        .filter((r) => r.parameters.policy === 'stormproof' && r.parameters.server === 'none')
+        .map(ownScaleSection),
+      ...(server === undefined ? [] : [server]),
     ],
     footer:
       'Made by stormproof (npm start, or stormproof lab). Every client decides with the library\u2019s own engine on virtual time.',
@@ -716,6 +733,7 @@ const storm: Scenario = {
       default: false,
       help: "a circuit breaker (stormproof's defaults) in each partner instance's client library; needs --policy stormproof",
     },
+    SERVER_OPTION,
     ...STORM_MODEL_OPTIONS,
   ],
   jobs(values, plot) {
@@ -728,6 +746,7 @@ const storm: Scenario = {
           policy,
           values.manualRecovery === true,
           values.breaker === true,
+          values.server,
         ),
       },
     ];

@@ -561,6 +561,18 @@ export interface Shedder {
    * caller goes away: a queued request whose caller left is not run.
    */
   admit(header: HeaderReader, caller?: CallerState): Admission | Promise<Admission>;
+  /**
+   * `admit` without a promise, for callers that run on virtual time and cannot wait for promise
+   * callbacks (the storm simulator): returns the admission when it is decided at once, or
+   * undefined when the request waits in the queue; `settle` is then called with its admission
+   * when the queue decides (from inside the engine, when a request finishes or the queue's timer
+   * fires), exactly once.
+   */
+  admitOrQueue(
+    header: HeaderReader,
+    settle: (admission: Admission) => void,
+    caller?: CallerState,
+  ): Admission | undefined;
   /** Whether gateway mode is on. */
   readonly gateway: boolean;
   /** Starts reopening in steps from the first step (say, a dependency is healthy again). */
@@ -717,7 +729,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
   const maxWaitAt = (nowMs: number): number => (overloadedAt(nowMs) ? 2 * targetMs : intervalMs);
   // The one sweep timer for queued requests past their time.
   let sweepAt = Number.POSITIVE_INFINITY;
-  let sweepAbort: AbortController | undefined;
+  let cancelSweep: (() => void) | undefined;
 
   const comeBackLater = (reason: ShedReason, retry: boolean, nowMs: number): Rejection => {
     shed[reason]++;
@@ -842,8 +854,8 @@ export function createShedder(options?: ShedderOptions): Shedder {
 
   const scheduleSweep = (nowMs: number): void => {
     if (queued === 0) {
-      sweepAbort?.abort();
-      sweepAbort = undefined;
+      cancelSweep?.();
+      cancelSweep = undefined;
       sweepAt = Number.POSITIVE_INFINITY;
       return;
     }
@@ -854,20 +866,35 @@ export function createShedder(options?: ShedderOptions): Shedder {
     // at the latest when the queue turns overloaded, since its waits then shrink.
     let due = oldest + maxWaitAt(nowMs) + 1;
     if (!overloadedAt(nowMs)) due = Math.min(due, nonEmptySince + intervalMs + 1);
-    if (sweepAbort !== undefined && sweepAt <= due) return;
-    sweepAbort?.abort();
-    const controller = new AbortController();
-    sweepAbort = controller;
+    if (cancelSweep !== undefined && sweepAt <= due) return;
+    cancelSweep?.();
     sweepAt = due;
-    clock.sleep(Math.max(0, due - nowMs), controller.signal).then(
-      () => {
-        if (sweepAbort !== controller) return;
-        sweepAbort = undefined;
-        sweepAt = Number.POSITIVE_INFINITY;
-        sweep();
-      },
-      () => {},
-    );
+    let fired = false;
+    const fire = () => {
+      if (fired || cancelSweep !== cancel) return;
+      fired = true;
+      cancelSweep = undefined;
+      sweepAt = Number.POSITIVE_INFINITY;
+      sweep();
+    };
+    let cancel: () => void;
+    if (clock.setTimer !== undefined) {
+      // A clock with timers calls back directly: no promise, so a clock on virtual time can
+      // fire the sweep at its exact millisecond without waiting for promise callbacks.
+      const stop = clock.setTimer(Math.max(0, due - nowMs), fire);
+      cancel = () => {
+        fired = true;
+        stop();
+      };
+    } else {
+      const controller = new AbortController();
+      clock.sleep(Math.max(0, due - nowMs), controller.signal).then(fire, () => {});
+      cancel = () => {
+        fired = true;
+        controller.abort();
+      };
+    }
+    cancelSweep = cancel;
   };
 
   /** Makes room for a more important waiter: pushes out the oldest of the least important. */
@@ -884,45 +911,62 @@ export function createShedder(options?: ShedderOptions): Shedder {
     return false;
   };
 
+  /**
+   * Decides on one request. When it must wait in the queue: with `settle`, queues it and returns
+   * undefined (`settle` hears the decision); without, returns a promise of the decision.
+   */
+  function decide(
+    header: HeaderReader,
+    caller: CallerState | undefined,
+    settle: ((admission: Admission) => void) | undefined,
+  ): Admission | Promise<Admission> | undefined {
+    const nowMs = clock.now();
+    if (throttle) {
+      const p = throttle.rejectProbability(nowMs);
+      if (p > 0 && random() < p) {
+        // Counted as a request that was not accepted, as the SRE book counts local rejections.
+        throttle.request(nowMs);
+        return doNotRetry('throttle', isRetry(header));
+      }
+    }
+    const retry = isRetry(header);
+    if (ramp && ramp.share < 1 && random() >= ramp.share)
+      return comeBackLater('ramp', retry, nowMs);
+    const limit = limiter.current;
+    if (inflight < limit && queued === 0) return ticket(retry, nowMs);
+    // Netflix partitions: a share under its guarantee may go past the global limit.
+    if (prioritize && withinShare(retry, limit)) return ticket(retry, nowMs);
+    if (capacity === 0) return comeBackLater('limit', retry, nowMs);
+    const level =
+      criticalityName === undefined
+        ? defaultLevel
+        : readCriticality(header(criticalityName), defaultLevel);
+    if (queued >= capacity && !evictBelow(level, retry))
+      return comeBackLater('queue-full', retry, nowMs);
+    if (queued === 0) nonEmptySince = nowMs;
+    const enqueue = (resolve: (admission: Admission) => void): void => {
+      queues[level * 2 + (retry && prioritize ? 1 : 0)]!.push({
+        enqueuedAt: nowMs,
+        retry,
+        level,
+        caller,
+        resolve,
+      });
+      queued++;
+      scheduleSweep(nowMs);
+    };
+    if (settle !== undefined) {
+      enqueue(settle);
+      return undefined;
+    }
+    return new Promise<Admission>(enqueue);
+  }
+
   return {
     gateway: throttle !== undefined,
-    admit(header, caller) {
-      const nowMs = clock.now();
-      if (throttle) {
-        const p = throttle.rejectProbability(nowMs);
-        if (p > 0 && random() < p) {
-          // Counted as a request that was not accepted, as the SRE book counts local rejections.
-          throttle.request(nowMs);
-          return doNotRetry('throttle', isRetry(header));
-        }
-      }
-      const retry = isRetry(header);
-      if (ramp && ramp.share < 1 && random() >= ramp.share)
-        return comeBackLater('ramp', retry, nowMs);
-      const limit = limiter.current;
-      if (inflight < limit && queued === 0) return ticket(retry, nowMs);
-      // Netflix partitions: a share under its guarantee may go past the global limit.
-      if (prioritize && withinShare(retry, limit)) return ticket(retry, nowMs);
-      if (capacity === 0) return comeBackLater('limit', retry, nowMs);
-      const level =
-        criticalityName === undefined
-          ? defaultLevel
-          : readCriticality(header(criticalityName), defaultLevel);
-      if (queued >= capacity && !evictBelow(level, retry))
-        return comeBackLater('queue-full', retry, nowMs);
-      if (queued === 0) nonEmptySince = nowMs;
-      return new Promise<Admission>((resolve) => {
-        queues[level * 2 + (retry && prioritize ? 1 : 0)]!.push({
-          enqueuedAt: nowMs,
-          retry,
-          level,
-          caller,
-          resolve,
-        });
-        queued++;
-        scheduleSweep(nowMs);
-      });
-    },
+    admit: (header, caller) => decide(header, caller, undefined) as Admission | Promise<Admission>,
+    admitOrQueue: (header, settle, caller) =>
+      decide(header, caller, settle) as Admission | undefined,
     reopen() {
       ramp?.reopen(clock.now());
     },

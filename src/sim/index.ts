@@ -95,6 +95,9 @@ export {
   type StormResult,
   type StormRetryPolicy,
   type StormSecond,
+  type StormServer,
+  type StormServerRampStep,
+  type StormServerReport,
   type StormTotals,
 } from './storm.js';
 export {

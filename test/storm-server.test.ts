@@ -1,0 +1,162 @@
+// The storm's server rows: the same storm with the API servers protected by the real
+// stormproof/server engine (one per server, on the simulator's clock and random source) or by an
+// all-or-nothing shedder in the style of Fastify's under-pressure. Every figure asserted here is
+// read from the simulator's output; docs/storm-model.md ("The server rows") gives the numbers.
+import { describe, expect, it } from 'vitest';
+import {
+  runStorm,
+  type StormOptions,
+  type StormResult,
+  type StormServerRampStep,
+} from '../src/sim/storm.js';
+
+const cache = new Map<string, StormResult>();
+function run(options: StormOptions): StormResult {
+  const key = JSON.stringify(options);
+  let result = cache.get(key);
+  if (result === undefined) {
+    result = runStorm(options);
+    cache.set(key, result);
+  }
+  return result;
+}
+
+const SLOW = 180_000; // a full storm runs for seconds; on a shared 2-core machine, longer
+
+/** The moves of one server's ramp after its last step back to the floor (or its last trip). */
+function lastClimb(ramp: readonly StormServerRampStep[], server: number): StormServerRampStep[] {
+  const moves = ramp.filter((e) => e.server === server);
+  let from = 0;
+  moves.forEach((e, i) => {
+    if (e.reason === 'error-rate' || e.reason === 'latency' || e.reason === 'errors') from = i + 1;
+  });
+  return moves.slice(from);
+}
+
+describe('naive clients, the storm story stack, by server protection', () => {
+  it(
+    'none: stays down, as in the storm story',
+    () => {
+      const r = run({ policy: 'naive' });
+      expect(r.server).toBeNull();
+      expect(r.recoveredAfterFaultSeconds).toBeNull();
+      expect(r.goodputRecoveredAfterFaultSeconds).toBeNull();
+    },
+    SLOW,
+  );
+
+  it(
+    'stormproof/server: goodput back to 95% of demand within 10 s of the database, then a ramp of checked 20% steps',
+    () => {
+      const r = run({ policy: 'naive', server: 'stormproof' });
+      const none = run({ policy: 'naive' });
+      const server = r.server!;
+      expect(server.kind).toBe('stormproof');
+      const goodput = r.goodputRecoveredAfterFaultSeconds;
+      expect(goodput).not.toBeNull();
+      expect(goodput!).toBeLessThanOrEqual(10);
+      expect(r.recoveredAfterFaultSeconds).not.toBeNull();
+      // Each second from then on: forecasts for at least 95% of the taps started.
+      for (const s of r.series.slice(r.dbHealthyAtSeconds + goodput!)) {
+        expect(s.succeeded).toBeGreaterThanOrEqual(0.95 * s.userRequests);
+      }
+      expect(r.peakRpsAfterFailover).toBeLessThan(none.peakRpsAfterFailover / 2);
+      // The fault tripped every server's ramp; each climbed back 20, 40, 60, 80, 100%, each step
+      // after a window whose error rate and latency were checked, and opened after the database.
+      for (let i = 0; i < r.parameters.apiServers; i++) {
+        const moves = server.ramp.filter((e) => e.server === i);
+        expect(moves.some((e) => e.reason === 'errors')).toBe(true);
+        const climb = lastClimb(server.ramp, i);
+        expect(climb.map((e) => e.share)).toEqual([0.2, 0.4, 0.6, 0.8, 1, 1]);
+        expect(climb.map((e) => e.reason)).toEqual([
+          'passed',
+          'passed',
+          'passed',
+          'passed',
+          'passed',
+          'open',
+        ]);
+        for (const e of climb) {
+          expect(e.errorRate).toBeLessThanOrEqual(0.05);
+          expect(e.meanLatencyMs).toBeGreaterThan(0);
+          expect(e.atSeconds).toBeGreaterThanOrEqual(r.dbHealthyAtSeconds);
+        }
+      }
+      expect(server.reopenedAtSeconds).toBeGreaterThan(r.dbHealthyAtSeconds);
+      expect(server.reopenedAtSeconds).toBeLessThan(r.dbHealthyAtSeconds + 30);
+      // The engine shed: by its ramp, and by its queue's time limit.
+      expect(server.shed.ramp).toBeGreaterThan(0);
+      expect(server.shed['queue-timeout']).toBeGreaterThan(0);
+      expect(server.admittedShare.at(-1)).toBe(1);
+    },
+    SLOW,
+  );
+
+  it(
+    'all-or-nothing, Retry-After: 10 to everyone: flaps during the fault; in this model it too ends the storm',
+    () => {
+      const r = run({ policy: 'naive', server: 'all-or-nothing' });
+      const server = r.server!;
+      expect(server.kind).toBe('all-or-nothing');
+      expect(server.ramp).toEqual([]);
+      expect(server.shed.pressure).toBeGreaterThan(0);
+      // Under pressure it rejects everything, then lets everything in: 0, 1, 0, ...
+      const duringFault = server.admittedShare.slice(10, r.dbHealthyAtSeconds);
+      expect(duringFault).toContain(0);
+      expect(duringFault).toContain(1);
+      // Rejecting everything for a second empties the queue of work for callers that hung up,
+      // and the naive clients, which ignore Retry-After, fail their taps fast instead of
+      // queueing: the loop that sustains the storm is broken (see docs/storm-model.md).
+      expect(r.recoveredAfterFaultSeconds).not.toBeNull();
+    },
+    SLOW,
+  );
+});
+
+describe('stormproof clients, by server protection', () => {
+  it(
+    'stormproof/server: recovers, later than without it: the ramp holds well-behaved clients back while the cache is cold',
+    () => {
+      const r = run({ policy: 'stormproof', server: 'stormproof' });
+      const alone = run({ policy: 'stormproof' });
+      expect(r.recoveredAfterFaultSeconds).not.toBeNull();
+      expect(r.goodputRecoveredAfterFaultSeconds).not.toBeNull();
+      expect(r.recoveredAfterFaultSeconds!).toBeGreaterThan(alone.recoveredAfterFaultSeconds!);
+      const steps = r.server!.ramp.filter((e) => e.atSeconds >= r.dbHealthyAtSeconds);
+      expect(steps.some((e) => e.reason === 'latency')).toBe(true);
+      expect(r.server!.reopenedAtSeconds).not.toBeNull();
+      expect(r.peakRpsAfterFailover).toBeLessThan(1.5 * r.normalRps);
+    },
+    SLOW,
+  );
+});
+
+describe('the server option', () => {
+  const short: StormOptions = {
+    rps: 500,
+    partnerInstances: 50,
+    durationSeconds: 30,
+    faultAtSeconds: 5,
+    faultSeconds: 5,
+    forecastKeys: 5_000,
+  };
+
+  it('gives the same run for the same seed', () => {
+    const a = runStorm({ ...short, server: 'stormproof' });
+    const b = runStorm({ ...short, server: 'stormproof' });
+    expect(b).toEqual(a);
+    expect(a.parameters.server).toBe('stormproof');
+  });
+
+  it('changes nothing when none, the default', () => {
+    expect(runStorm({ ...short, server: 'none' })).toEqual(runStorm(short));
+  });
+
+  it('names the option and the value at fault', () => {
+    expect(() => runStorm({ server: 'fastify' as 'none' })).toThrow(TypeError);
+    expect(() => runStorm({ server: 'fastify' as 'none' })).toThrow(/server .*"fastify"/);
+    expect(() => runStorm({ server: null as unknown as 'none' })).toThrow(/server .*null/);
+    expect(() => runStorm({ apiServers: 0 })).toThrow(/apiServers .*0/);
+    expect(() => runStorm({ apiServers: 2.5 })).toThrow(/apiServers .*2\.5/);
+  });
+});
