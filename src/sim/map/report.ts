@@ -3,7 +3,7 @@
 import { escapeXml, FONT, formatValue, type Report, type ReportSection } from '../plot.js';
 import type { MapClass } from './classify.js';
 import { POLICY_SUMMARY } from './policies.js';
-import type { MapScenarioResult } from './scenarios.js';
+import { type MapScenarioResult, WEATHER_CONNECTIONS, WEATHER_FAULT_SECONDS } from './scenarios.js';
 import type { MapBoundary, MapCell, MapResult } from './sweep.js';
 import type { TriggerKind } from './trigger.js';
 
@@ -273,9 +273,68 @@ export function scenarioText(result: MapScenarioResult): string {
   return lines.join('\n');
 }
 
+/** The weather API's grid as heatmaps, one per setup: pool sizes (rows) by failover lengths. */
+function weatherHeatmaps(result: MapScenarioResult): string[] {
+  const per = WEATHER_CONNECTIONS.length * WEATHER_FAULT_SECONDS.length;
+  return ['naive', 'stormproof'].map((policy, p) =>
+    renderHeatmapSvg({
+      title: `weather API, ${policy}: where the default (32,000, 30 s) sits`,
+      rows: WEATHER_CONNECTIONS.map((c) => c.toLocaleString('en-US')),
+      columns: WEATHER_FAULT_SECONDS.map(String),
+      xTitle: 'database failover (s); in each square: goodput % in the last 20 s',
+      yTitle: 'API connections',
+      cells: result.setups.slice(p * per, (p + 1) * per).map((s, i) => ({
+        row: i % WEATHER_CONNECTIONS.length,
+        column: Math.floor(i / WEATHER_CONNECTIONS.length),
+        class: s.class,
+        label: percent(s.finalShare),
+        note: `${s.name}: ${s.class}; ${formatValue(round2(s.amplification))} calls per user request`,
+      })),
+    }),
+  );
+}
+
+/** A report as one SVG picture: the title, then each section's heading and its figures, side by side. */
+export function figuresSvg(report: Report): string {
+  const columns = Math.max(1, ...report.sections.map((s) => Math.min(3, s.figures?.length ?? 0)));
+  const width = columns * W;
+  const parts: string[] = [];
+  let y = 44;
+  for (const section of report.sections) {
+    const figures = section.figures ?? [];
+    if (figures.length === 0) continue;
+    parts.push(
+      `<text x="16" y="${y + 22}" font-size="15" font-weight="600" fill="#111827">${escapeXml(section.heading)}</text>`,
+    );
+    y += 34;
+    figures.forEach((svg, i) => {
+      const x = (i % columns) * W;
+      const fy = y + Math.floor(i / columns) * H;
+      parts.push(svg.replace('<svg ', `<svg x="${x}" y="${fy}" `));
+    });
+    y += Math.ceil(figures.length / columns) * H + 8;
+  }
+  const height = Math.max(y, 60);
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" ${FONT}>`,
+    `<title>${escapeXml(report.title)}</title>`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="16" y="30" font-size="19" font-weight="700" fill="#111827">${escapeXml(report.title)}</text>`,
+    ...parts,
+    '</svg>',
+    '',
+  ].join('');
+}
+
+/** A sweep as one SVG picture of every heatmap. */
+export function mapSvg(result: MapResult): string {
+  return figuresSvg(mapReport(result));
+}
+
 /** A scenario's report page: the setups as a table (and for the weather API, its grid as heatmaps). */
 export function scenarioReport(result: MapScenarioResult): Report {
   const section: ReportSection = {
+    ...(result.scenario === 'weather-api' ? { figures: weatherHeatmaps(result) } : {}),
     heading: result.scenario,
     text: [result.source, `Model: ${result.model}`],
     table: {
