@@ -237,7 +237,7 @@ export function mapReport(result: MapResult, footer?: string): Report {
         policyHeatmap(
           result,
           block.cells.filter((c) => c.policy === policy),
-          `${policy} ${block.server ? '+ server' : ''}: ${KIND_TEXT[block.kind]}`,
+          `${policy}${block.server ? ' + stormproof/server' : ''}: ${KIND_TEXT[block.kind]}`,
         ),
       ),
     ),
