@@ -15,6 +15,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function cli(
   args: readonly string[],
+  onStderr?: (text: string, child: ReturnType<typeof spawn>) => void,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [MAIN, 'map', ...args], {
@@ -28,6 +29,7 @@ function cli(
     });
     child.stderr.setEncoding('utf8').on('data', (d: string) => {
       stderr += d;
+      onStderr?.(stderr, child);
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
@@ -82,6 +84,24 @@ describe('stormproof map', () => {
     const result = JSON.parse(r.stdout);
     expect(result.holds).toBe(true);
     expect(result.setups.map((s: { class: string }) => s.class)).toEqual(['metastable', 'stable']);
+  });
+
+  it('draws a progress bar, and Ctrl-C stops every worker at once: exit 130, one line', async () => {
+    let sent = false;
+    const r = await cli(
+      ['--progress', 'always', '--out', join(dir, 'never.html')],
+      (text, child) => {
+        if (!sent && /\[#+-*\] +\d+%/.test(text)) {
+          sent = true;
+          child.kill('SIGINT');
+        }
+      },
+    );
+    expect(sent).toBe(true);
+    expect(r.code).toBe(130);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.endsWith('\r\x1b[Kstormproof: interrupted\n')).toBe(true);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
   it('--help lists the options and the scenarios', async () => {
