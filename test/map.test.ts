@@ -198,6 +198,14 @@ describe('runMap (the sweep)', () => {
     const boundary = map.boundaries.find((b) => b.policy === 'naive' && b.load === 0.7)!;
     expect(boundary).toMatchObject({ stableUpToSeconds: 1, metastableFromSeconds: 10 });
     expect(map.rule).toBe(ruleText());
+    expect(map.model).toMatchObject({
+      workers: 4,
+      serviceMs: 100,
+      clients: 8,
+      horizonSeconds: 60,
+      deadlineMs: null,
+    });
+    expect(mapText(map)).toContain('capacity 40 requests/s');
     // The text map and the report carry the rule and a heatmap per policy.
     expect(mapText(map)).toContain(ruleText());
     const html = renderReportHtml(mapReport(map));

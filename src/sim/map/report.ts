@@ -160,12 +160,20 @@ function boundaryText(b: MapBoundary | undefined): string {
   return `${up}/${from}`;
 }
 
+/** The shared model in one line. */
+function modelLine(result: MapResult): string {
+  const m = result.model;
+  const capacity = (m.workers * 1000) / m.serviceMs;
+  return `Model: ${m.workers} workers x ${m.serviceMs} ms ${m.serviceTime} service (capacity ${formatValue(round2(capacity))} requests/s), FIFO, no cancellation; ${m.clients} clients, ${m.maxAttempts} attempts of ${m.attemptTimeoutMs} ms, deadline ${m.deadlineMs === null ? 'none' : `${m.deadlineMs} ms`}; network ${m.networkMs} ms each way; ${m.warmupSeconds} s warm-up, ${m.horizonSeconds} s horizon; triggers: 80% capacity loss, 2x load spike.`;
+}
+
 /** The map for a terminal: the rule, then per trigger kind and server a block of marks per policy, and the boundaries. */
 export function mapText(result: MapResult): string {
   const { grid } = result;
   const lines = [
     `stormproof map: ${grid.policies.length} policies x ${grid.stormproofServer.length} server settings x ${grid.triggerKinds.length} trigger kinds x ${grid.loads.length} loads x ${grid.triggerSeconds.length} trigger lengths, ${grid.seeds} seeds a cell`,
     '',
+    modelLine(result),
     result.rule,
     `Marks: ${CLASS_MARKS.stable} stable, ${CLASS_MARKS.vulnerable} vulnerable, ${CLASS_MARKS.metastable} metastable (the class of most seeds). Columns: trigger lengths ${grid.triggerSeconds.join(', ')} s.`,
     'Boundary a/b: stable for every trigger up to a s, metastable from b s (-: none).',
@@ -245,6 +253,7 @@ export function mapReport(result: MapResult, footer?: string): Report {
   return {
     title: 'stormproof map: where each retry policy tips into a metastable failure',
     intro: [
+      modelLine(result),
       result.rule,
       `Each cell runs ${grid.seeds} seeds of the map's model (docs/simulator.md): open-loop Poisson arrivals, a trigger after a warm-up, a FIFO server with no cancellation, client processes whose every retry decision is stormproof's engine. Policies: ${grid.policies.map((p) => `${p} (${POLICY_SUMMARY[p]})`).join('; ')}.`,
     ],

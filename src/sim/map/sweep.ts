@@ -4,7 +4,12 @@
 // trigger length. The runs are independent, so a caller may spread them over threads.
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../../core/validate.js';
 import { type MapClass, ruleText } from './classify.js';
-import { type MapModelOptions, resolveMapModel, runMapModel } from './model.js';
+import {
+  type MapModelOptions,
+  type MapModelParameters,
+  resolveMapModel,
+  runMapModel,
+} from './model.js';
 import { MAP_POLICIES, type MapPolicy } from './policies.js';
 import type { TriggerKind } from './trigger.js';
 
@@ -16,6 +21,7 @@ export type MapBaseOptions = Omit<
   | 'ratePerSecond'
   | 'triggerKind'
   | 'triggerSeconds'
+  | 'triggerMagnitude'
   | 'seed'
   | 'stormproofServer'
 >;
@@ -149,11 +155,26 @@ export interface MapBoundary {
   readonly metastableFromSeconds: number | null;
 }
 
+/** The model's parameters that every cell shares (the grid sets the rest). */
+export type MapSharedParameters = Omit<
+  MapModelParameters,
+  | 'policy'
+  | 'load'
+  | 'ratePerSecond'
+  | 'triggerKind'
+  | 'triggerSeconds'
+  | 'triggerMagnitude'
+  | 'seed'
+  | 'stormproofServer'
+>;
+
 /** The outcome of {@link runMap}. */
 export interface MapResult {
   /** The classification rule, in words. */
   readonly rule: string;
   readonly grid: MapGrid;
+  /** Every shared parameter of the model, defaults filled (a capacity loss takes 80%, a spike doubles the load unless `model` says otherwise). */
+  readonly model: MapSharedParameters;
   readonly cells: readonly MapCell[];
   readonly boundaries: readonly MapBoundary[];
 }
@@ -220,12 +241,13 @@ export function resolveMapGrid(options?: MapSweepOptions): MapGrid {
     'ratePerSecond',
     'triggerKind',
     'triggerSeconds',
+    'triggerMagnitude',
     'seed',
     'stormproofServer',
   ]) {
     if (key in model) {
       throw new TypeError(
-        `stormproof: ${OWNER} model.${key} is set by the sweep's grid; give it at the top level`,
+        `stormproof: ${OWNER} model.${key} is set by the sweep (its grid, or the trigger kind: an 80% capacity loss, a 2x load spike)`,
       );
     }
   }
@@ -368,7 +390,18 @@ export function assembleMap(grid: MapGrid, runs: readonly MapRunSummary[]): MapR
   const cells = keys.map((key, i) =>
     summarizeCell(key, runs.slice(i * grid.seeds, (i + 1) * grid.seeds)),
   );
-  return { rule: ruleText(), grid, cells, boundaries: mapBoundaries(grid, cells) };
+  const {
+    policy: _policy,
+    load: _load,
+    ratePerSecond: _rate,
+    triggerKind: _kind,
+    triggerSeconds: _seconds,
+    triggerMagnitude: _magnitude,
+    seed: _seed,
+    stormproofServer: _server,
+    ...model
+  } = resolveMapModel(grid.model);
+  return { rule: ruleText(), grid, model, cells, boundaries: mapBoundaries(grid, cells) };
 }
 
 /**
