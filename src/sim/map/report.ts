@@ -306,7 +306,8 @@ function weatherHeatmaps(result: MapScenarioResult): string[] {
 /** A report as one SVG picture: the title, then each section's heading and its figures, side by side. */
 export function figuresSvg(report: Report): string {
   const columns = Math.max(1, ...report.sections.map((s) => Math.min(3, s.figures?.length ?? 0)));
-  const width = columns * W;
+  // Wide enough for the title whatever the number of columns.
+  const width = Math.max(columns * W, 2 * W);
   const parts: string[] = [];
   let y = 44;
   for (const section of report.sections) {
