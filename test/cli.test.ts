@@ -471,7 +471,7 @@ describe.concurrent('usage errors: one line naming the option, exit code 2', () 
     ],
     [
       ['simulate'],
-      'stormproof: unknown command "simulate"; expected lab, sim or check (see stormproof --help)',
+      'stormproof: unknown command "simulate"; expected lab, sim, check or map (see stormproof --help)',
     ],
   ])('%j', async (args, message) => {
     const r = await cli(args);

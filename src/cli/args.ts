@@ -13,6 +13,8 @@ export class UsageError extends Error {
 export type OptionKind =
   | { readonly type: 'int'; readonly min: number; readonly max: number }
   | { readonly type: 'number'; readonly min: number; readonly max: number }
+  /** Comma-separated numbers in [min, max], none repeated: `0.5,0.7,0.9` (checked, kept as text). */
+  | { readonly type: 'numbers'; readonly min: number; readonly max: number }
   | { readonly type: 'seed' }
   | { readonly type: 'enum'; readonly values: readonly string[] }
   | { readonly type: 'flag' }
@@ -79,6 +81,18 @@ export function convert(
         fail(`a number${range(kind.min, kind.max)}`);
       }
       return n;
+    }
+    case 'numbers': {
+      const parts = text.split(',');
+      const ns = parts.map(Number);
+      if (
+        parts.some((p) => !NUMBER.test(p)) ||
+        ns.some((n) => !Number.isFinite(n) || n < kind.min || n > kind.max) ||
+        new Set(ns).size !== ns.length
+      ) {
+        fail(`comma-separated numbers${range(kind.min, kind.max)}, none repeated`);
+      }
+      return ns.join(',');
     }
     case 'seed': {
       if (!INTEGER.test(text)) fail('an integer');
@@ -200,6 +214,7 @@ export function optionsHelp(specs: readonly OptionSpec[]): string {
     let arg = '';
     if (kind.type === 'enum') arg = ` ${kind.values.join('|')}`;
     else if (kind.type === 'file') arg = ' FILE';
+    else if (kind.type === 'numbers') arg = ' N,N,...';
     else if (kind.type !== 'flag') arg = ' N';
     let def = '';
     if (spec.default !== undefined && spec.default !== false) def = ` (default ${spec.default})`;

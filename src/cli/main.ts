@@ -10,6 +10,7 @@ import { type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
 import type { StormResult } from '../sim/storm.js';
 import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError, runJobs } from './jobs.js';
+import { mapCommand } from './map.js';
 import { num, table, writeWhole } from './output.js';
 import { ProgressBar, type ProgressMode } from './progress.js';
 import type { Job } from './runners.js';
@@ -88,6 +89,8 @@ Usage:
                                              comparison and writes a report with charts
   stormproof sim <scenario> [options]        runs one scenario of the simulator
   stormproof check <stack.json> [options]    worst case of a stack's retry layers, and warnings
+  stormproof map [options]                   the metastability map of every retry policy, or a
+                                             published scenario (stormproof map --help)
   stormproof --help | --version
 
 Scenarios:
@@ -130,9 +133,11 @@ async function main(argv: readonly string[], io: Io): Promise<number> {
       return lab(rest, io);
     case 'check':
       return check(rest, io);
+    case 'map':
+      return mapCommand(rest, io);
     default:
       throw new UsageError(
-        `stormproof: unknown command ${JSON.stringify(command)}; expected lab, sim or check (see stormproof --help)`,
+        `stormproof: unknown command ${JSON.stringify(command)}; expected lab, sim, check or map (see stormproof --help)`,
       );
   }
 }

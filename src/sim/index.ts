@@ -45,6 +45,55 @@ export {
 } from './herd-schedules.js';
 export { type LayersOptions, type LayersResult, type RetryAt, runLayers } from './layers.js';
 export {
+  type ClassifyRule,
+  classifyRun,
+  MAP_RULE,
+  type MapClass,
+  type RunClass,
+  ruleText,
+} from './map/classify.js';
+export type { MapSeries } from './map/measure.js';
+export {
+  type MapModelOptions,
+  type MapModelParameters,
+  type MapRunResult,
+  type MapRunTotals,
+  type MapShedderOptions,
+  resolveMapModel,
+  runMapModel,
+} from './map/model.js';
+export { MAP_POLICIES, type MapPolicy, POLICY_SUMMARY } from './map/policies.js';
+export {
+  CLASS_COLORS,
+  type Heatmap,
+  type HeatmapCell,
+  mapReport,
+  mapSvg,
+  mapText,
+  renderHeatmapSvg,
+  scenarioReport,
+  scenarioText,
+} from './map/report.js';
+export {
+  HUANG_CAPACITY,
+  MAP_SCENARIOS,
+  type MapScenarioName,
+  type MapScenarioOptions,
+  type MapScenarioResult,
+  type MapScenarioSetup,
+  runMapScenario,
+} from './map/scenarios.js';
+export {
+  type MapBoundary,
+  type MapCell,
+  type MapCellKey,
+  type MapGrid,
+  type MapResult,
+  type MapSweepOptions,
+  runMap,
+} from './map/sweep.js';
+export type { TriggerKind } from './map/trigger.js';
+export {
   asyncRetrySchedule,
   awsStandardSchedule,
   axiosRetrySchedule,

@@ -143,6 +143,8 @@ export interface ReportSection {
   readonly charts?: readonly Chart[];
   /** Whether the charts share a y axis. Default true. */
   readonly shareY?: boolean;
+  /** Pictures drawn elsewhere as whole `<svg>` elements (the map's heatmaps), inlined after the charts (HTML only). */
+  readonly figures?: readonly string[];
 }
 
 /** A report: a self-contained HTML page. */
@@ -167,7 +169,8 @@ const NAMED_COLORS: Readonly<Record<string, string>> = {
 const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777'];
 /** Most points a line keeps; longer lines keep each stretch's lowest and highest value. */
 const MAX_POINTS = 1600;
-const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif"';
+/** The charts' font attribute, for pictures drawn in the same style. */
+export const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif"';
 
 const MARGIN = { left: 64, right: 18, top: 52, bottom: 50 };
 
@@ -604,6 +607,9 @@ export function renderReportHtml(report: Report): string {
         );
       });
       parts.push('</div>');
+    }
+    if (section.figures !== undefined && section.figures.length > 0) {
+      parts.push('<div class="charts">', ...section.figures, '</div>');
     }
     parts.push('</section>');
   }

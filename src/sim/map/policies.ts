@@ -1,0 +1,131 @@
+// The client policies the map compares. Each is a retry policy of the engine itself, resolved by
+// `resolvePolicy` on the simulator's clock and seeded random source, with the engine's own budgets
+// (`RetryBudget`, gRFC A6's `TokenBucket`) and `CircuitBreaker`; the model only feeds `step`.
+import { CircuitBreaker } from '../../core/breaker/breaker.js';
+import type { Budget } from '../../core/budgets/budget.js';
+import { RetryBudget } from '../../core/budgets/retry-budget.js';
+import { TokenBucket } from '../../core/budgets/token-bucket.js';
+import type { Clock, RandomSource } from '../../core/clock.js';
+import { type ResolvedPolicy, type RetryPolicyOptions, resolvePolicy } from '../../core/options.js';
+
+/**
+ * The client policies of the map, from the storm story's old stack to stormproof's defaults.
+ *
+ * - `'naive'`: immediate retries, no wait; reads no server hint.
+ * - `'backoff'`: capped exponential backoff (200 ms doubling to 5 s), no jitter; reads no hint.
+ * - `'full-jitter'`: the same ceilings, full jitter; honours Retry-After and pushback.
+ * - `'budget'`: full jitter with the 10 % retry budget (`RetryBudget`: 1 credit a request, 10 a retry).
+ * - `'a6'`: gRPC's retry design: the 0.8 to 1.2 jitter band and A6 retry throttling
+ *   (`TokenBucket` of 10 tokens, 0.1 back per success).
+ * - `'breaker'`: full jitter behind a `CircuitBreaker` with its defaults (5 failures in a row,
+ *   open 5 s growing to 300 s, 1 probe).
+ */
+export type MapPolicy = 'naive' | 'backoff' | 'full-jitter' | 'budget' | 'a6' | 'breaker';
+
+/** Every policy, in the map's order. */
+export const MAP_POLICIES: readonly MapPolicy[] = [
+  'naive',
+  'backoff',
+  'full-jitter',
+  'budget',
+  'a6',
+  'breaker',
+];
+
+/** One line per policy, for the output and the docs. */
+export const POLICY_SUMMARY: Readonly<Record<MapPolicy, string>> = {
+  naive: "immediate retries, no wait (the storm story's old stack)",
+  backoff: 'capped exponential backoff 200 ms x 2^n to 5 s, no jitter',
+  'full-jitter': 'the same backoff with full jitter, Retry-After honoured',
+  budget: 'full jitter with the 10% retry budget (RetryBudget)',
+  a6: 'gRFC A6: 0.8-1.2 jitter band and retry throttling (TokenBucket 10, 0.1)',
+  breaker: 'full jitter behind a CircuitBreaker (its defaults)',
+};
+
+/** What every policy of a run shares. */
+export interface PolicyShape {
+  /** Attempts per user request, the first included. */
+  readonly maxAttempts: number;
+  /** The client's time limit per attempt, ms. */
+  readonly attemptTimeoutMs: number;
+  /** The deadline of a whole user request, ms (Infinity: none). */
+  readonly deadlineMs: number;
+  /** The first backoff ceiling, ms (the policies that back off). */
+  readonly baseDelayMs: number;
+  /** The cap of the backoff ceiling, ms. */
+  readonly maxDelayMs: number;
+}
+
+/** One client process: its retry policy, and the breaker the `'breaker'` policy puts in front. */
+export interface PolicyClient {
+  readonly policy: ResolvedPolicy;
+  readonly breaker: CircuitBreaker | undefined;
+  /** Whether it reads the server's Retry-After and pushback (the naive loops do not). */
+  readonly readsHints: boolean;
+}
+
+// A deadline that never binds: the engine needs a number.
+const NO_DEADLINE_MS = 1e15;
+
+/** Makes one client process of `policy`: its own budget and breaker, the model's clock and random. */
+export function makeClient(
+  policy: MapPolicy,
+  shape: PolicyShape,
+  clock: Clock,
+  random: RandomSource,
+  key: string,
+): PolicyClient {
+  const shared: RetryPolicyOptions = {
+    maxAttempts: shape.maxAttempts,
+    attemptTimeoutMs: shape.attemptTimeoutMs,
+    deadlineMs: Number.isFinite(shape.deadlineMs) ? shape.deadlineMs : NO_DEADLINE_MS,
+    baseDelayMs: shape.baseDelayMs,
+    maxDelayMs: shape.maxDelayMs,
+    clock,
+    random,
+  };
+  let options: RetryPolicyOptions;
+  let breaker: CircuitBreaker | undefined;
+  let budget: Budget | false = false;
+  switch (policy) {
+    case 'naive':
+      options = {
+        ...shared,
+        baseDelayMs: 0,
+        maxDelayMs: 0,
+        jitter: 'none',
+        honorRetryAfter: false,
+      };
+      break;
+    case 'backoff':
+      options = { ...shared, jitter: 'none', honorRetryAfter: false };
+      break;
+    case 'full-jitter':
+      options = { ...shared, jitter: 'full' };
+      break;
+    case 'budget':
+      options = { ...shared, jitter: 'full' };
+      budget = new RetryBudget();
+      break;
+    case 'a6':
+      options = { ...shared, jitter: 'band' };
+      budget = new TokenBucket();
+      break;
+    case 'breaker':
+      options = { ...shared, jitter: 'full' };
+      breaker = new CircuitBreaker(key, { clock, random });
+      break;
+  }
+  return {
+    policy: resolvePolicy(
+      'map policy',
+      { ...options, budget },
+      {
+        defaultBudget: false,
+        allowCallKeys: false,
+      },
+    ),
+    breaker,
+    readsHints: policy !== 'naive' && policy !== 'backoff',
+  };
+}
