@@ -4,6 +4,7 @@
 // run bounded in count and time.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 
 const CAPACITY = 400; // POOL / HOLD_MS in server-target.mjs
@@ -178,6 +179,33 @@ export async function measureServer({
   return rows;
 }
 
+/** The passes (objects of one shape) as one: each number the median of its values over them. */
+function medianOf(passes) {
+  const [first] = passes;
+  if (typeof first === 'number') return quantile(passes, 0.5);
+  if (first === null || typeof first !== 'object') return first;
+  return Object.fromEntries(
+    Object.keys(first).map((key) => [key, medianOf(passes.map((p) => p[key]))]),
+  );
+}
+
+/**
+ * `runs` measuring passes, one after another: each figure is the median over the passes. The
+ * one-minute load average is read before each pass (the machine is shared: say how busy it was).
+ */
+export async function measureServerRuns({ runs = 3, ...options } = {}) {
+  const passes = [];
+  const loads = [];
+  for (let i = 0; i < runs; i++) {
+    loads.push(os.loadavg()[0]);
+    process.stderr.write(
+      `server: pass ${i + 1} of ${runs} (load average ${loads.at(-1).toFixed(2)})\n`,
+    );
+    passes.push(await measureServer(options));
+  }
+  return { ...medianOf(passes), passes: runs, loads };
+}
+
 const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
 const msOf = (x) => (Number.isFinite(x) ? `${x.toFixed(1)} ms` : 'n/a');
 
@@ -188,7 +216,8 @@ export function serverSection(rows) {
     '| protection | goodput 2x | goodput 5x | admitted p99 2x | admitted p99 5x | rejection p50 / p99 (5x) | gave up 5x |',
     '|---|---|---|---|---|---|---|',
   ];
-  for (const [name, r] of Object.entries(rows)) {
+  for (const name of PROTECTIONS) {
+    const r = rows[name];
     lines.push(
       `| ${name} | ${pct(r.x2.goodput)} | ${pct(r.x5.goodput)} | ${msOf(r.x2.admittedP99)} | ${msOf(r.x5.admittedP99)} | ${msOf(r.x5.rejectP50)} / ${msOf(r.x5.rejectP99)} | ${pct(r.x5.gaveUp)} |`,
     );
@@ -207,18 +236,10 @@ export function serverSection(rows) {
   ];
   return `## Server under overload
 
-\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) whose handler spends 0.2 ms of CPU and then holds one of 4 "database connections" for 10 ms, so its capacity is 400 requests/s; one protection in front of it. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${rows.none.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit: 4\`, the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine: rejection times include its own queueing.
+\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) whose handler spends 0.2 ms of CPU and then holds one of 4 "database connections" for 10 ms, so its capacity is 400 requests/s; one protection in front of it. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${rows.none.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit: 4\`, the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine: rejection times include its own queueing. ${rows.passes ?? 1} passes, one after another, each figure the median over them; one-minute load average before each pass: ${(rows.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
 
 ${targets.join('\n')}
 
 ${lines.join('\n')}
 `;
-}
-
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const smoke = process.argv.includes('--smoke');
-  const rows = await measureServer(
-    smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {},
-  );
-  process.stdout.write(serverSection(rows));
 }
