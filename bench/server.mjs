@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 
 const CAPACITY = 400; // POOL / HOLD_MS in server-target.mjs
@@ -54,6 +55,10 @@ function get(url, agent) {
 /** `rate` requests a second for `ms`, open loop; every answer (or give-up) collected. */
 async function openLoop(url, rate, ms) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4096 });
+  // How late this process's own event loop runs: a late loop sends and reads late, and the
+  // client's view of latency counts it.
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const pending = [];
   const start = performance.now();
   let sent = 0;
@@ -63,9 +68,14 @@ async function openLoop(url, rate, ms) {
     await delay(1);
   }
   const results = await Promise.all(pending);
+  loop.disable();
   agent.destroy();
   // Answers keep coming after the last send: goodput counts over the whole time, until the last.
-  return { results, seconds: (performance.now() - start) / 1000 };
+  return {
+    results,
+    seconds: (performance.now() - start) / 1000,
+    loopP99: loop.percentile(99) / 1e6,
+  };
 }
 
 /** Sends `count` requests, 16 in flight. */
@@ -78,6 +88,29 @@ async function sendMany(url, count) {
     }),
   );
   agent.destroy();
+}
+
+/** The server's own record of where each admitted request's time went (server-target.mjs). */
+async function timingsOf(url) {
+  const res = await fetch(`${url}/timings`);
+  return res.json();
+}
+
+/** p50 and p99 of each part: [queue wait, pool wait, arrival to the handler's end]. */
+function splitOf(timings) {
+  const part = (i, q) =>
+    quantile(
+      timings.map((t) => t[i]),
+      q,
+    );
+  return {
+    queueP50: part(0, 0.5),
+    queueP99: part(0, 0.99),
+    poolP50: part(1, 0.5),
+    poolP99: part(1, 0.99),
+    serverP50: part(2, 0.5),
+    serverP99: part(2, 0.99),
+  };
 }
 
 async function heapOf(url) {
@@ -110,7 +143,7 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 
-function summarize({ results, seconds }) {
+function summarize({ results, seconds, loopP99 }) {
   const ok = results.filter((r) => r.status === 200 && r.ms <= CLIENT_TIMEOUT_MS);
   const rejected = results.filter((r) => r.status === 503 || r.status === 429);
   return {
@@ -129,6 +162,7 @@ function summarize({ results, seconds }) {
     ),
     rejected: rejected.length / results.length,
     gaveUp: results.filter((r) => r.status === 0).length / results.length,
+    loopP99,
   };
 }
 
@@ -147,8 +181,10 @@ export async function measureServer({
       const unloaded = summarize(await openLoop(`${url}/work`, CAPACITY / 2, ms));
       const x2 = summarize(await openLoop(`${url}/work`, CAPACITY * 2, ms));
       await delay(1500); // let the server drain before the next load
+      await timingsOf(url); // forget the earlier loads' timings
       const x5 = summarize(await openLoop(`${url}/work`, CAPACITY * 5, ms));
-      rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, seconds: ms / 1000 };
+      const split = splitOf(await timingsOf(url));
+      rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, split, seconds: ms / 1000 };
     } finally {
       await stop();
     }
@@ -222,6 +258,16 @@ export function serverSection(rows) {
       `| ${name} | ${pct(r.x2.goodput)} | ${pct(r.x5.goodput)} | ${msOf(r.x2.admittedP99)} | ${msOf(r.x5.admittedP99)} | ${msOf(r.x5.rejectP50)} / ${msOf(r.x5.rejectP99)} | ${pct(r.x5.gaveUp)} |`,
     );
   }
+  const splitLines = [
+    '| protection | queue wait p50 / p99 | pool wait p50 / p99 | arrival to end p50 / p99 | admitted p99, client view | load generator loop delay p99 |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const name of PROTECTIONS) {
+    const { split, x5 } = rows[name];
+    splitLines.push(
+      `| ${name} | ${msOf(split.queueP50)} / ${msOf(split.queueP99)} | ${msOf(split.poolP50)} / ${msOf(split.poolP99)} | ${msOf(split.serverP50)} / ${msOf(split.serverP99)} | ${msOf(x5.admittedP99)} | ${msOf(x5.loopP99)} |`,
+    );
+  }
   const s = rows.stormproof;
   const share = s.fast / rows.none.fast;
   const worstP99 = Math.max(s.x2.admittedP99, s.x5.admittedP99);
@@ -241,5 +287,13 @@ export function serverSection(rows) {
 ${targets.join('\n')}
 
 ${lines.join('\n')}
+
+### Where an admitted request's time goes at 5x
+
+The target server records, for each admitted \`/work\` request, its wait in the protection's queue (from Fastify's first \`onRequest\` hook, once the headers are parsed, to admission), its wait for one of the 4 "database connections" inside the handler, and its time from arrival to the handler's end; medians and p99 over the 5x run, next to the client's view. What the client sees beyond *arrival to end* is the loopback, the server's HTTP parsing and answer, and the load generator's own event loop (both processes share the 2 cores): its delay is the last column (a loop that runs late reads every answer late).
+
+${splitLines.join('\n')}
+
+Reading it: with every default the limit (Gradient2, never below its \`min\` of 20) admits about 20 requests at once where the handler's pool serves 4, so each admitted request waits for a connection inside the handler (*pool wait*), where the shedder's CoDel timeouts and LIFO do not reach; with \`limit: 4\` the wait moves into the shedder's queue, which keeps it short ([docs/server.md](server.md#admission-a-concurrency-limit-and-a-short-queue)).
 `;
 }
