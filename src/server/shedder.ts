@@ -88,7 +88,10 @@ export interface ShedderStats {
   readonly shed: Readonly<Record<ShedReason, number>>;
   /** Exponential average of the time admitted requests spent queued, in ms. */
   readonly queueDelayMs: number;
-  /** Whether the queue is overloaded: not empty for a whole interval (LIFO, short waits). */
+  /**
+   * Whether the queue is overloaded (LIFO, short waits): it was not empty for a whole interval,
+   * and in the last interval a request waited past the target.
+   */
   readonly overloaded: boolean;
   /** Completions per second: an exponential average over 100 ms windows (undefined at first). */
   readonly drainPerSecond: number | undefined;
@@ -114,9 +117,10 @@ export interface QueueOptions {
    */
   capacity?: number | undefined;
   /**
-   * CoDel's target queueing delay (folly's Codel: 5 ms). While the queue is overloaded (not
-   * empty for a whole interval) it serves newest first and drops requests that waited more than
-   * twice the target.
+   * CoDel's target queueing delay (folly's Codel: 5 ms). Once its oldest request waited past
+   * the target the queue serves newest first; while it is overloaded (not empty for a whole
+   * interval, until an interval passes with no wait past the target) it also drops requests
+   * that waited more than twice the target.
    * @default 5
    * @example
    * ```ts
@@ -125,8 +129,9 @@ export interface QueueOptions {
    */
   targetMs?: number | undefined;
   /**
-   * CoDel's interval (folly's Codel: 100 ms): a queue not empty for this long is overloaded;
-   * until then it is also the longest a request may wait.
+   * CoDel's interval (folly's Codel: 100 ms): a queue not empty for this long is overloaded
+   * (and stays so until this long passes with no wait past the target); until then it is also
+   * the longest a request may wait.
    * @default 100
    * @example
    * ```ts
