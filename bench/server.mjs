@@ -218,7 +218,8 @@ export async function measureServer({
 /** The passes (objects of one shape) as one: each number the median of its values over them. */
 function medianOf(passes) {
   const [first] = passes;
-  if (typeof first === 'number') return quantile(passes, 0.5);
+  // A figure a pass could not measure (no answer in time: NaN) is left out of the median.
+  if (typeof first === 'number') return quantile(passes.filter(Number.isFinite), 0.5);
   if (first === null || typeof first !== 'object') return first;
   return Object.fromEntries(
     Object.keys(first).map((key) => [key, medianOf(passes.map((p) => p[key]))]),
