@@ -1,14 +1,44 @@
 // `npm run bench`: three measuring processes, one after another, then the medians, the spread and
 // the targets, written to docs/benchmarks.md. `--smoke` runs every path once, in seconds, for CI.
+// `--only server` measures the server section alone (`--runs N` passes, default 3) and rewrites
+// just that section of docs/benchmarks.md.
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { herdSection } from './herd.mjs';
 import { herdVsPythonSection } from './herd-vs-python.mjs';
-import { measureServer, serverSection } from './server.mjs';
+import { measureServerRuns, serverSection } from './server.mjs';
 
 const smoke = process.argv.includes('--smoke');
+const argAfter = (flag) => {
+  const i = process.argv.indexOf(flag);
+  return i < 0 ? undefined : process.argv[i + 1];
+};
+const only = argAfter('--only');
+if (only !== undefined && only !== 'server') throw new Error(`--only: unknown section ${only}`);
+const serverRuns = Number(argAfter('--runs') ?? (smoke ? 1 : 3));
+if (!Number.isInteger(serverRuns) || serverRuns < 1) throw new Error('--runs: a whole number >= 1');
+const serverOptions = {
+  runs: serverRuns,
+  ...(smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {}),
+};
+const docs = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
+
+if (only === 'server') {
+  const section = serverSection(await measureServerRuns(serverOptions));
+  if (smoke) {
+    process.stdout.write(section);
+  } else {
+    const doc = readFileSync(docs, 'utf8');
+    const at = doc.indexOf('## Server under overload');
+    if (at < 0) throw new Error('docs/benchmarks.md has no "## Server under overload" section');
+    writeFileSync(docs, doc.slice(0, at) + section);
+    process.stdout.write(`${section}\nwrote the server section of ${docs}\n`);
+  }
+  process.exit(process.exitCode ?? 0);
+}
+
 const here = fileURLToPath(new URL('.', import.meta.url));
 const PROCESSES = smoke ? 1 : 3;
 
@@ -156,9 +186,7 @@ if (!python.ok) process.exitCode = 1;
 process.stderr.write(
   'server: stormproof/server against under-pressure, overload-protection, none\n',
 );
-const server = serverSection(
-  await measureServer(smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {}),
-);
+const server = serverSection(await measureServerRuns(serverOptions));
 
 const date = new Date().toISOString().slice(0, 10);
 const report = `# Benchmarks
@@ -204,12 +232,9 @@ ${fetchLines.join('\n')}
 ${herd}
 ${python.markdown}
 ${server}`;
-const target = fileURLToPath(
-  new URL(smoke ? '../reports/benchmarks-smoke.md' : '../docs/benchmarks.md', import.meta.url),
-);
 if (smoke) {
   process.stdout.write(report);
 } else {
-  writeFileSync(target, report);
-  process.stdout.write(`${report}\nwrote ${target}\n`);
+  writeFileSync(docs, report);
+  process.stdout.write(`${report}\nwrote ${docs}\n`);
 }

@@ -3,7 +3,8 @@
 //
 // `/work`: 0.2 ms of CPU, then one of POOL "database connections" for HOLD_MS (a FIFO wait
 // when all are busy, as a connection pool does): capacity POOL / HOLD_MS = 400 requests/s.
-// `/fast`: answers at once (for the overhead at low load).
+// `/fast`: answers at once (for the overhead at low load). `/timings`: where each admitted
+// `/work` request's time went on the server since the last call (then forgotten).
 import underPressure from '@fastify/under-pressure';
 import Fastify from 'fastify';
 import overloadProtection from 'overload-protection';
@@ -15,18 +16,35 @@ export const HOLD_MS = 10;
 const protection = process.argv[2] ?? 'none';
 const app = Fastify();
 
+// Arrival: the first hook, once the headers are parsed; admission: when the protection lets
+// the request through. Stamped on the raw request, the same way for every protection.
+app.addHook('onRequest', (request, _reply, done) => {
+  request.raw.arrivedAt = performance.now();
+  done();
+});
+const admitted = (request, done) => () => {
+  request.raw.admittedAt = performance.now();
+  done();
+};
+
 if (protection === 'stormproof') {
   const shed = nodeMiddleware();
-  app.addHook('onRequest', (request, reply, done) => shed(request.raw, reply.raw, done));
+  app.addHook('onRequest', (request, reply, done) =>
+    shed(request.raw, reply.raw, admitted(request, done)),
+  );
 } else if (protection === 'stormproof-pool') {
   const shed = nodeMiddleware({ limit: POOL });
-  app.addHook('onRequest', (request, reply, done) => shed(request.raw, reply.raw, done));
+  app.addHook('onRequest', (request, reply, done) =>
+    shed(request.raw, reply.raw, admitted(request, done)),
+  );
 } else if (protection === 'under-pressure') {
   // Every check is off by default; event-loop delay and utilisation as its README shows them.
   await app.register(underPressure, { maxEventLoopDelay: 100, maxEventLoopUtilization: 0.98 });
 } else if (protection === 'overload-protection') {
   const protect = overloadProtection('http', { production: true });
-  app.addHook('onRequest', (request, reply, done) => protect(request.raw, reply.raw, done));
+  app.addHook('onRequest', (request, reply, done) =>
+    protect(request.raw, reply.raw, admitted(request, done)),
+  );
 } else if (protection !== 'none') {
   throw new Error(`unknown protection ${protection}`);
 }
@@ -44,13 +62,24 @@ const release = () => {
   else free++;
 };
 
-app.get('/work', async () => {
+// Per admitted /work request: [queue wait, pool wait, arrival to the handler's end], in ms.
+let timings = [];
+app.get('/work', async (request) => {
+  const { arrivedAt, admittedAt = arrivedAt } = request.raw;
   const spinUntil = performance.now() + 0.2;
   while (performance.now() < spinUntil);
+  const poolFrom = performance.now();
   await acquire();
+  const pooledAt = performance.now();
   await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
   release();
+  timings.push([admittedAt - arrivedAt, pooledAt - poolFrom, performance.now() - arrivedAt]);
   return 'ok';
+});
+app.get('/timings', async () => {
+  const out = timings;
+  timings = [];
+  return out;
 });
 app.get('/fast', async () => 'ok');
 // The heap after a full collection (the process runs with --expose-gc), for the memory check.

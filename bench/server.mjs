@@ -4,6 +4,8 @@
 // run bounded in count and time.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
+import os from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 
 const CAPACITY = 400; // POOL / HOLD_MS in server-target.mjs
@@ -53,6 +55,10 @@ function get(url, agent) {
 /** `rate` requests a second for `ms`, open loop; every answer (or give-up) collected. */
 async function openLoop(url, rate, ms) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4096 });
+  // How late this process's own event loop runs: a late loop sends and reads late, and the
+  // client's view of latency counts it.
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
   const pending = [];
   const start = performance.now();
   let sent = 0;
@@ -62,9 +68,14 @@ async function openLoop(url, rate, ms) {
     await delay(1);
   }
   const results = await Promise.all(pending);
+  loop.disable();
   agent.destroy();
   // Answers keep coming after the last send: goodput counts over the whole time, until the last.
-  return { results, seconds: (performance.now() - start) / 1000 };
+  return {
+    results,
+    seconds: (performance.now() - start) / 1000,
+    loopP99: loop.percentile(99) / 1e6,
+  };
 }
 
 /** Sends `count` requests, 16 in flight. */
@@ -77,6 +88,29 @@ async function sendMany(url, count) {
     }),
   );
   agent.destroy();
+}
+
+/** The server's own record of where each admitted request's time went (server-target.mjs). */
+async function timingsOf(url) {
+  const res = await fetch(`${url}/timings`);
+  return res.json();
+}
+
+/** p50 and p99 of each part: [queue wait, pool wait, arrival to the handler's end]. */
+function splitOf(timings) {
+  const part = (i, q) =>
+    quantile(
+      timings.map((t) => t[i]),
+      q,
+    );
+  return {
+    queueP50: part(0, 0.5),
+    queueP99: part(0, 0.99),
+    poolP50: part(1, 0.5),
+    poolP99: part(1, 0.99),
+    serverP50: part(2, 0.5),
+    serverP99: part(2, 0.99),
+  };
 }
 
 async function heapOf(url) {
@@ -109,7 +143,7 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 
-function summarize({ results, seconds }) {
+function summarize({ results, seconds, loopP99 }) {
   const ok = results.filter((r) => r.status === 200 && r.ms <= CLIENT_TIMEOUT_MS);
   const rejected = results.filter((r) => r.status === 503 || r.status === 429);
   return {
@@ -128,6 +162,7 @@ function summarize({ results, seconds }) {
     ),
     rejected: rejected.length / results.length,
     gaveUp: results.filter((r) => r.status === 0).length / results.length,
+    loopP99,
   };
 }
 
@@ -146,8 +181,10 @@ export async function measureServer({
       const unloaded = summarize(await openLoop(`${url}/work`, CAPACITY / 2, ms));
       const x2 = summarize(await openLoop(`${url}/work`, CAPACITY * 2, ms));
       await delay(1500); // let the server drain before the next load
+      await timingsOf(url); // forget the earlier loads' timings
       const x5 = summarize(await openLoop(`${url}/work`, CAPACITY * 5, ms));
-      rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, seconds: ms / 1000 };
+      const split = splitOf(await timingsOf(url));
+      rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, split, seconds: ms / 1000 };
     } finally {
       await stop();
     }
@@ -178,6 +215,34 @@ export async function measureServer({
   return rows;
 }
 
+/** The passes (objects of one shape) as one: each number the median of its values over them. */
+function medianOf(passes) {
+  const [first] = passes;
+  // A figure a pass could not measure (no answer in time: NaN) is left out of the median.
+  if (typeof first === 'number') return quantile(passes.filter(Number.isFinite), 0.5);
+  if (first === null || typeof first !== 'object') return first;
+  return Object.fromEntries(
+    Object.keys(first).map((key) => [key, medianOf(passes.map((p) => p[key]))]),
+  );
+}
+
+/**
+ * `runs` measuring passes, one after another: each figure is the median over the passes. The
+ * one-minute load average is read before each pass (the machine is shared: say how busy it was).
+ */
+export async function measureServerRuns({ runs = 3, ...options } = {}) {
+  const passes = [];
+  const loads = [];
+  for (let i = 0; i < runs; i++) {
+    loads.push(os.loadavg()[0]);
+    process.stderr.write(
+      `server: pass ${i + 1} of ${runs} (load average ${loads.at(-1).toFixed(2)})\n`,
+    );
+    passes.push(await measureServer(options));
+  }
+  return { ...medianOf(passes), passes: runs, loads };
+}
+
 const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
 const msOf = (x) => (Number.isFinite(x) ? `${x.toFixed(1)} ms` : 'n/a');
 
@@ -188,9 +253,20 @@ export function serverSection(rows) {
     '| protection | goodput 2x | goodput 5x | admitted p99 2x | admitted p99 5x | rejection p50 / p99 (5x) | gave up 5x |',
     '|---|---|---|---|---|---|---|',
   ];
-  for (const [name, r] of Object.entries(rows)) {
+  for (const name of PROTECTIONS) {
+    const r = rows[name];
     lines.push(
       `| ${name} | ${pct(r.x2.goodput)} | ${pct(r.x5.goodput)} | ${msOf(r.x2.admittedP99)} | ${msOf(r.x5.admittedP99)} | ${msOf(r.x5.rejectP50)} / ${msOf(r.x5.rejectP99)} | ${pct(r.x5.gaveUp)} |`,
+    );
+  }
+  const splitLines = [
+    '| protection | queue wait p50 / p99 | pool wait p50 / p99 | arrival to end p50 / p99 | admitted p99, client view | load generator loop delay p99 |',
+    '|---|---|---|---|---|---|',
+  ];
+  for (const name of PROTECTIONS) {
+    const { split, x5 } = rows[name];
+    splitLines.push(
+      `| ${name} | ${msOf(split.queueP50)} / ${msOf(split.queueP99)} | ${msOf(split.poolP50)} / ${msOf(split.poolP99)} | ${msOf(split.serverP50)} / ${msOf(split.serverP99)} | ${msOf(x5.admittedP99)} | ${msOf(x5.loopP99)} |`,
     );
   }
   const s = rows.stormproof;
@@ -207,18 +283,18 @@ export function serverSection(rows) {
   ];
   return `## Server under overload
 
-\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) whose handler spends 0.2 ms of CPU and then holds one of 4 "database connections" for 10 ms, so its capacity is 400 requests/s; one protection in front of it. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${rows.none.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit: 4\`, the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine: rejection times include its own queueing.
+\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) whose handler spends 0.2 ms of CPU and then holds one of 4 "database connections" for 10 ms, so its capacity is 400 requests/s; one protection in front of it. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${rows.none.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit: 4\`, the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine: rejection times include its own queueing. ${rows.passes ?? 1} passes, one after another, each figure the median over them; one-minute load average before each pass: ${(rows.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
 
 ${targets.join('\n')}
 
 ${lines.join('\n')}
-`;
-}
 
-if (import.meta.url === `file://${process.argv[1]}`) {
-  const smoke = process.argv.includes('--smoke');
-  const rows = await measureServer(
-    smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {},
-  );
-  process.stdout.write(serverSection(rows));
+### Where an admitted request's time goes at 5x
+
+The target server records, for each admitted \`/work\` request, its wait in the protection's queue (from Fastify's first \`onRequest\` hook, once the headers are parsed, to admission), its wait for one of the 4 "database connections" inside the handler, and its time from arrival to the handler's end; medians and p99 over the 5x run, next to the client's view. What the client sees beyond *arrival to end* is the loopback, the server's HTTP parsing and answer, and the load generator's own event loop (both processes share the 2 cores): its delay is the last column (a loop that runs late reads every answer late).
+
+${splitLines.join('\n')}
+
+Reading it: with every default the limit (Gradient2, never below its \`min\` of 20) admits about 20 requests at once where the handler's pool serves 4, so each admitted request waits for a connection inside the handler (*pool wait*), where the shedder's CoDel timeouts and LIFO do not reach; with \`limit: 4\` the wait moves into the shedder's queue, which keeps it short ([docs/server.md](server.md#admission-a-concurrency-limit-and-a-short-queue)).
+`;
 }

@@ -173,6 +173,102 @@ describe('the CoDel queue', () => {
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
   });
 
+  // The first interval of an overload: not yet overloaded (waits up to the interval allowed), but
+  // a queue is forming, so the newest are served first and the oldest time out. Before, the
+  // first interval was FIFO and every admitted request waited longer than the one before it.
+  for (const [name, lateMs] of [
+    ['an exact clock', 0],
+    ['a clock that fires late', 3],
+  ] as const) {
+    it(`serves newest first as soon as a queue forms, before it is overloaded, on ${name}`, async () => {
+      const clock = new ManualClock({ lateMs });
+      const s = make(clock, { limit: 1, queue: { capacity: 100 } });
+      let running = asTicket(s.admit(first));
+      const admitted: Array<{ id: number; waited: number }> = [];
+      let id = 0;
+      // Two arrive every 8 ms, one leaves: 11 ticks, 88 ms, less than the 100 ms interval.
+      for (let tick = 0; tick < 11; tick++) {
+        for (let k = 0; k < 2; k++) {
+          const mine = id++;
+          const at = clock.t;
+          (s.admit(first) as Promise<Admission>).then((a) => {
+            if (!a.admitted) return;
+            admitted.push({ id: mine, waited: clock.t - at });
+            running = a;
+          });
+        }
+        await clock.advance(8);
+        running.finish(200);
+        await flush();
+      }
+      expect(s.stats().overloaded).toBe(false);
+      expect(admitted).toHaveLength(11);
+      // From the second tick on, the queue holds a request older than the 5 ms target: the one
+      // served is the newest, which waited one tick.
+      expect(admitted.slice(1).every((a) => a.waited === 8 && a.id % 2 === 1)).toBe(true);
+      s.close();
+      running.finish(200);
+      await flush();
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+  }
+
+  // A standing overload whose arrivals pause for a moment (a client's event loop stalls, a GC):
+  // the queue empties, but the overload has not ended. Before this was fixed, the empty queue
+  // switched it back to FIFO with waits up to the whole interval (bench: admitted p99 132 ms).
+  for (const [name, lateMs] of [
+    ['an exact clock', 0],
+    ['a clock that fires late', 3],
+  ] as const) {
+    it(`stays overloaded (LIFO, short waits) when the queue empties for a moment, on ${name}`, async () => {
+      const clock = new ManualClock({ lateMs });
+      const s = make(clock, { limit: 1, queue: { capacity: 100 } });
+      const running: Ticket[] = [asTicket(s.admit(first))];
+      const admitted: Array<{ id: number; waited: number; at: number }> = [];
+      let id = 0;
+      // Each tick: `arrivals` requests arrive, 8 ms pass, the oldest running one finishes.
+      const serve = async (ticks: number, arrivals: number) => {
+        for (let t = 0; t < ticks; t++) {
+          for (let k = 0; k < arrivals; k++) {
+            const mine = id++;
+            const at = clock.t;
+            const settle = (a: Admission) => {
+              if (!a.admitted) return;
+              admitted.push({ id: mine, waited: clock.t - at, at: clock.t });
+              running.push(a);
+            };
+            const answer = s.admit(first);
+            if (answer instanceof Promise) answer.then(settle);
+            else settle(answer);
+          }
+          await clock.advance(8);
+          running.shift()?.finish(200);
+          await flush();
+        }
+      };
+      await serve(30, 2);
+      expect(s.stats().overloaded).toBe(true);
+      // A 24 ms pause in arrivals: the queue is served and swept empty.
+      await serve(3, 0);
+      expect(s.stats().queued).toBe(0);
+      expect(s.stats().overloaded).toBe(true);
+      const resumedAt = clock.t;
+      await serve(10, 2);
+      const after = admitted.filter((a) => a.at > resumedAt);
+      expect(after.length).toBeGreaterThan(5);
+      // Still newest first, and no one served after waiting more than 2 x 5 ms.
+      expect(Math.max(...after.map((a) => a.waited))).toBeLessThanOrEqual(10);
+      expect(after.slice(1).every((a) => a.id % 2 === 1)).toBe(true);
+      // The overload ends after a whole interval in which no one waited past the target.
+      await serve(14, 0);
+      expect(s.stats()).toMatchObject({ queued: 0, overloaded: false });
+      s.close();
+      for (const t of running) t.finish(200);
+      await flush();
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+  }
+
   it('skips a queued request whose caller went away', async () => {
     const clock = new ManualClock();
     const s = make(clock, { limit: 1 });

@@ -88,7 +88,10 @@ export interface ShedderStats {
   readonly shed: Readonly<Record<ShedReason, number>>;
   /** Exponential average of the time admitted requests spent queued, in ms. */
   readonly queueDelayMs: number;
-  /** Whether the queue is overloaded: not empty for a whole interval (LIFO, short waits). */
+  /**
+   * Whether the queue is overloaded (LIFO, short waits): it was not empty for a whole interval,
+   * and in the last interval a request waited past the target.
+   */
   readonly overloaded: boolean;
   /** Completions per second: an exponential average over 100 ms windows (undefined at first). */
   readonly drainPerSecond: number | undefined;
@@ -114,9 +117,10 @@ export interface QueueOptions {
    */
   capacity?: number | undefined;
   /**
-   * CoDel's target queueing delay (folly's Codel: 5 ms). While the queue is overloaded (not
-   * empty for a whole interval) it serves newest first and drops requests that waited more than
-   * twice the target.
+   * CoDel's target queueing delay (folly's Codel: 5 ms). Once its oldest request waited past
+   * the target the queue serves newest first; while it is overloaded (not empty for a whole
+   * interval, until an interval passes with no wait past the target) it also drops requests
+   * that waited more than twice the target.
    * @default 5
    * @example
    * ```ts
@@ -125,8 +129,9 @@ export interface QueueOptions {
    */
   targetMs?: number | undefined;
   /**
-   * CoDel's interval (folly's Codel: 100 ms): a queue not empty for this long is overloaded;
-   * until then it is also the longest a request may wait.
+   * CoDel's interval (folly's Codel: 100 ms): a queue not empty for this long is overloaded
+   * (and stays so until this long passes with no wait past the target); until then it is also
+   * the longest a request may wait.
    * @default 100
    * @example
    * ```ts
@@ -720,12 +725,26 @@ export function createShedder(options?: ShedderOptions): Shedder {
   const queues: Waiter[][] = Array.from({ length: CRITICALITY_LEVELS.length * 2 }, () => []);
   let queued = 0;
   let queueDelayMs = 0;
-  // CoDel state (folly's variant).
-  // Meta's CoDel variant ("Fail at Scale"): the queue is overloaded when it has not been empty
-  // for a whole interval; then a request may wait only twice the target (folly's slough
-  // timeout), else up to one interval.
+  // Meta's CoDel variant ("Fail at Scale"): the queue turns overloaded when it has not been
+  // empty for a whole interval; then a request may wait only twice the target (folly's slough
+  // timeout), else up to one interval. It stays overloaded until a whole interval passes in
+  // which no request waited past the target: under a standing overload the queue empties for a
+  // moment whenever arrivals pause, and that moment must not reopen FIFO with interval-long waits.
   let nonEmptySince = 0;
-  const overloadedAt = (nowMs: number): boolean => queued > 0 && nowMs - nonEmptySince > intervalMs;
+  let overloaded = false;
+  let slowAt = 0; // the last time a request was seen waiting past the target
+  const overloadedAt = (nowMs: number): boolean => {
+    if (queued > 0 && nowMs - oldestEnqueuedAt() > targetMs) slowAt = nowMs;
+    if (!overloaded && queued > 0 && nowMs - nonEmptySince > intervalMs) {
+      overloaded = true;
+      slowAt = nowMs;
+    } else if (overloaded && nowMs - slowAt > intervalMs) {
+      overloaded = false;
+      // Count the next interval afresh, or a short steady queue would turn it straight back.
+      if (queued > 0) nonEmptySince = nowMs;
+    }
+    return overloaded;
+  };
   const maxWaitAt = (nowMs: number): number => (overloadedAt(nowMs) ? 2 * targetMs : intervalMs);
   // The one sweep timer for queued requests past their time.
   let sweepAt = Number.POSITIVE_INFINITY;
@@ -813,8 +832,10 @@ export function createShedder(options?: ShedderOptions): Shedder {
         retries.length > 0 && (firsts.length === 0 || !prioritize || withinShare(true, limit))
           ? retries
           : firsts;
-      // Adaptive LIFO: while overloaded, the newest callers are the ones still waiting.
-      const waiter = overloadedAt(nowMs) ? deque.pop() : deque.shift();
+      // Adaptive LIFO: once a queue forms (its oldest waited past the target) or while
+      // overloaded, the newest callers are the ones most likely still waiting.
+      const lifo = overloadedAt(nowMs) || nowMs - oldestEnqueuedAt() > targetMs;
+      const waiter = lifo ? deque.pop() : deque.shift();
       queued--;
       return waiter;
     }
@@ -838,6 +859,14 @@ export function createShedder(options?: ShedderOptions): Shedder {
     scheduleSweep(nowMs);
   };
 
+  /** When the oldest queued request arrived; each deque holds its oldest at its head. */
+  function oldestEnqueuedAt(): number {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const deque of queues)
+      if (deque.length > 0 && deque[0]!.enqueuedAt < oldest) oldest = deque[0]!.enqueuedAt;
+    return oldest;
+  }
+
   /** Rejects queued requests past their time; the oldest of each deque is at its head. */
   const sweep = (): void => {
     const nowMs = clock.now();
@@ -859,9 +888,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
       sweepAt = Number.POSITIVE_INFINITY;
       return;
     }
-    let oldest = Number.POSITIVE_INFINITY;
-    for (const deque of queues)
-      if (deque.length > 0 && deque[0]!.enqueuedAt < oldest) oldest = deque[0]!.enqueuedAt;
+    const oldest = oldestEnqueuedAt();
     // Just past the deadline, so the sweep finds the head expired even on an exact clock; and
     // at the latest when the queue turns overloaded, since its waits then shrink.
     let due = oldest + maxWaitAt(nowMs) + 1;
