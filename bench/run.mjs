@@ -1,13 +1,14 @@
 // `npm run bench`: three measuring processes, one after another, then the medians, the spread and
 // the targets, written to docs/benchmarks.md. `--smoke` runs every path once, in seconds, for CI.
-// `--only server` measures the server section alone (`--runs N` passes, default 3) and rewrites
-// just that section of docs/benchmarks.md.
+// `--only server` (`--runs N` passes, default 3) or `--only map` measures that section alone and
+// rewrites just that section of docs/benchmarks.md.
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { herdSection } from './herd.mjs';
 import { herdVsPythonSection } from './herd-vs-python.mjs';
+import { mapSection } from './map.mjs';
 import { measureServerRuns, serverSection } from './server.mjs';
 
 const smoke = process.argv.includes('--smoke');
@@ -16,7 +17,12 @@ const argAfter = (flag) => {
   return i < 0 ? undefined : process.argv[i + 1];
 };
 const only = argAfter('--only');
-if (only !== undefined && only !== 'server') throw new Error(`--only: unknown section ${only}`);
+const SECTIONS = { server: '## Server under overload', map: '## stormproof map' };
+if (only !== undefined && !(only in SECTIONS)) {
+  throw new Error(
+    `--only: unknown section ${only}; expected ${Object.keys(SECTIONS).join(' or ')}`,
+  );
+}
 const serverRuns = Number(argAfter('--runs') ?? (smoke ? 1 : 3));
 if (!Number.isInteger(serverRuns) || serverRuns < 1) throw new Error('--runs: a whole number >= 1');
 const serverOptions = {
@@ -25,16 +31,23 @@ const serverOptions = {
 };
 const docs = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 
-if (only === 'server') {
-  const section = serverSection(await measureServerRuns(serverOptions));
+if (only !== undefined) {
+  const section =
+    only === 'server'
+      ? serverSection(await measureServerRuns(serverOptions))
+      : mapSection({ smoke });
   if (smoke) {
     process.stdout.write(section);
   } else {
+    // The section runs from its heading to the next one at the same level (or the end).
     const doc = readFileSync(docs, 'utf8');
-    const at = doc.indexOf('## Server under overload');
-    if (at < 0) throw new Error('docs/benchmarks.md has no "## Server under overload" section');
-    writeFileSync(docs, doc.slice(0, at) + section);
-    process.stdout.write(`${section}\nwrote the server section of ${docs}\n`);
+    const at = doc.indexOf(SECTIONS[only]);
+    if (at < 0) throw new Error(`docs/benchmarks.md has no "${SECTIONS[only]}" section`);
+    const next = doc.indexOf('\n## ', at + 1);
+    const rest = next < 0 ? '' : doc.slice(next + 1);
+    const updated = `${doc.slice(0, at)}${section.trimEnd()}\n\n${rest}`;
+    writeFileSync(docs, `${updated.trimEnd()}\n`);
+    process.stdout.write(`${section}\nwrote the ${only} section of ${docs}\n`);
   }
   process.exit(process.exitCode ?? 0);
 }
@@ -188,6 +201,9 @@ process.stderr.write(
 );
 const server = serverSection(await measureServerRuns(serverOptions));
 
+process.stderr.write('map: stormproof map over the target grid, timed\n');
+const map = mapSection({ smoke });
+
 const date = new Date().toISOString().slice(0, 10);
 const report = `# Benchmarks
 
@@ -231,7 +247,8 @@ ${fetchLines.join('\n')}
 
 ${herd}
 ${python.markdown}
-${server}`;
+${server}
+${map}`;
 if (smoke) {
   process.stdout.write(report);
 } else {
