@@ -6,7 +6,7 @@
 // every query then fails after `dbFailMs`. Service times are timers, so the lab measures the
 // retries, not the machine's CPU; the real work per request is small (one JSON answer).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { LiveParameters } from './params.js';
 import { PerSecond } from './series.js';
 import { epochMs, TimerSet } from './timers.js';
@@ -137,6 +137,8 @@ export async function startApiServer(
     req.resume();
     void handle(req, res);
   });
+  const sockets = new Sockets();
+  server.on('connection', sockets.add);
   // A client that hangs up resets its socket: not an error of the server.
   server.on('clientError', (_error, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
@@ -154,15 +156,35 @@ export async function startApiServer(
     },
     close: () => {
       timers.clear();
-      return closeServer(server);
+      return closeServer(server, sockets);
     },
   };
 }
 
-/** Closes `server` with every connection it has. */
-export function closeServer(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    server.close(() => resolve());
-    server.closeAllConnections();
-  });
+/** Sockets a lab part opened or accepted, so that closing it waits until each one is closed. */
+export class Sockets {
+  readonly #open = new Set<Socket>();
+
+  /** Tracks `socket` until it closes. */
+  readonly add = (socket: Socket): void => {
+    if (socket.destroyed || this.#open.has(socket)) return;
+    this.#open.add(socket);
+    socket.once('close', () => this.#open.delete(socket));
+  };
+
+  /** Destroys every tracked socket; resolves when all are closed. */
+  async destroyAll(): Promise<void> {
+    const closing = [...this.#open].map(
+      (socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())),
+    );
+    for (const socket of this.#open) socket.destroy();
+    await Promise.all(closing);
+  }
+}
+
+/** Closes `server`: stops listening, destroys its connections and waits until all are closed. */
+export async function closeServer(server: Server, sockets: Sockets): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  await sockets.destroyAll();
+  await closed;
 }

@@ -13,7 +13,7 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NodeMiddleware } from '../server/index.js';
-import { closeServer } from './api-server.js';
+import { closeServer, Sockets } from './api-server.js';
 import { PerSecond } from './series.js';
 import { epochMs } from './timers.js';
 
@@ -64,6 +64,7 @@ export async function startGateway(
 ): Promise<Gateway> {
   const api = new URL(apiUrl);
   const agent = new Agent({ keepAlive: true });
+  const sockets = new Sockets();
   const edge = new PerSecond(startMs, seconds);
   const shed = new PerSecond(startMs, seconds);
   const wasted = new PerSecond(startMs, seconds);
@@ -83,6 +84,7 @@ export async function startGateway(
           answer.on('error', () => resolve(BAD_GATEWAY));
         },
       );
+      upstream.on('socket', sockets.add);
       upstream.on('timeout', () => {
         upstream.destroy();
         resolve(GATEWAY_TIMEOUT);
@@ -130,6 +132,7 @@ export async function startGateway(
       void forward(req, res);
     });
   });
+  server.on('connection', sockets.add);
   server.on('clientError', (_error, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -140,8 +143,8 @@ export async function startGateway(
     url: `http://127.0.0.1:${port}`,
     counts: { edge: edge.counts, shed: shed.counts, wasted: wasted.counts },
     close: async () => {
-      await closeServer(server);
       agent.destroy();
+      await closeServer(server, sockets);
     },
   };
 }
