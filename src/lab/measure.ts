@@ -34,7 +34,7 @@ export interface LiveTotals {
 
 /** A live run's figures. */
 export interface LiveFigures {
-  /** Mean attempts a second at the edge before the failover (the first second left out). */
+  /** Mean attempts a second at the edge in the whole seconds before the failover. */
   readonly normalRps: number;
   /** The busiest second at the edge once the database was back. */
   readonly peakAfterDbBackRps: number;
@@ -77,7 +77,7 @@ export function liveFigures(
   faultUntilSeconds: number,
   threshold: number,
 ): LiveFigures {
-  const before = series.filter((s) => s.t >= 1 && s.t + 1 <= faultFromSeconds);
+  const before = series.filter((s) => s.t + 1 <= faultFromSeconds);
   const normalRps = mean(before.map((s) => s.offered));
   const back = Math.ceil(faultUntilSeconds);
   const after = series.filter((s) => s.t >= back);

@@ -39,11 +39,11 @@ export interface LiveLabResult {
 
 const SETUPS: Record<LiveRunName, string> = {
   'old-stack':
-    'the old stack: client library, partner wrapper (a quarter of the instances) and gateway each try 4 times (3 retries) with no wait',
+    'client library, partner wrapper (a quarter of the instances) and gateway each try 4 times (3 retries) with no wait',
   'stormproof-clients':
-    'stormproof clients only: createFetch with its defaults, one retry layer; the gateway does not retry',
+    'createFetch with its defaults, one retry layer; the gateway does not retry',
   'stormproof-server':
-    'stormproof clients and stormproof/server at the edge: nodeMiddleware() with its defaults in front of the gateway, told (reopen) when the database is back',
+    'the same clients, and stormproof/server at the edge: nodeMiddleware() with its defaults in front of the gateway, told (reopen) when the database is back',
 };
 
 /** Time the workers get to start before the first tap, ms. */
@@ -133,7 +133,8 @@ async function runOne(
     const fleets = await Promise.all(jobs.map((job) => runWorker(job, signal, timeoutMs)));
     const fromSeconds = (downFrom - startMs) / 1000;
     const untilSeconds = (downUntil - startMs) / 1000;
-    const length = Math.ceil(arrivalsMs / 1000);
+    // Whole seconds of arrivals only: a last, partial second would draw a false drop.
+    const length = Math.floor(arrivalsMs / 1000);
     const cut = (a: readonly number[]) => a.slice(0, length);
     const series = liveSeries(
       length,
