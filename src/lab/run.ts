@@ -43,7 +43,7 @@ const SETUPS: Record<LiveRunName, string> = {
   'stormproof-clients':
     'createFetch with its defaults, one retry layer; the gateway does not retry',
   'stormproof-server':
-    'the same clients, and stormproof/server at the edge: nodeMiddleware() with its defaults in front of the gateway, told (reopen) when the database is back',
+    'the same clients, and stormproof/server at the edge: nodeMiddleware() with its defaults in front of the gateway, told (reopen) when the database is back if its ramp is at the floor',
 };
 
 /** Time the workers get to start before the first tap, ms. */
@@ -104,9 +104,14 @@ async function runOne(
     throw error;
   });
   const timers = new TimerSet();
-  // The edge is told when the database is healthy again, as its docs advise: its ramp then starts
-  // at the first step instead of waiting for a window at the floor.
-  if (shed !== undefined) timers.after(downUntil - epochMs(), () => shed.shedder.reopen());
+  // The edge is told when the database is healthy again, as its docs advise, when its ramp sits
+  // at the floor: it then starts at the first step instead of waiting out a window there. A ramp
+  // that is open or climbing is left alone (reopen would pull it back to the first step).
+  if (shed !== undefined) {
+    timers.after(downUntil - epochMs(), () => {
+      if (shed.shedder.stats().rampStep === -1) shed.shedder.reopen();
+    });
+  }
   const tick = () => {
     onProgress(Math.min(1, (epochMs() - began) / (arrivalsMs + START_MS)));
     timers.after(250, tick);
