@@ -62,6 +62,7 @@ function rows(result: LiveLabResult): (string | number)[][] {
     ['recovered after the database', ...result.runs.map(recovered)],
     ['user requests', ...f.map((x) => x.userRequests)],
     ['user requests that failed', ...f.map((x) => x.failedUserRequests)],
+    ['  still under way at the end (not counted)', ...f.map((x) => x.unfinishedUserRequests)],
     ['calls at the edge per user request', ...f.map((x) => x.edgeCallsPerUserRequest)],
     ['calls at the API server per user request', ...f.map((x) => x.apiCallsPerUserRequest)],
     ['answers thrown away (caller gone)', ...f.map((x) => x.wastedAnswers)],
