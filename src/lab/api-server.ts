@@ -6,9 +6,10 @@
 // every query then fails after `dbFailMs`. Service times are timers, so the lab measures the
 // retries, not the machine's CPU; the real work per request is small (one JSON answer).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { LiveParameters } from './params.js';
 import { PerSecond } from './series.js';
+import { closeServer, Sockets } from './sockets.js';
 import { epochMs, TimerSet } from './timers.js';
 
 /** What the API server counted, per second of the run. */
@@ -159,32 +160,4 @@ export async function startApiServer(
       return closeServer(server, sockets);
     },
   };
-}
-
-/** Sockets a lab part opened or accepted, so that closing it waits until each one is closed. */
-export class Sockets {
-  readonly #open = new Set<Socket>();
-
-  /** Tracks `socket` until it closes. */
-  readonly add = (socket: Socket): void => {
-    if (socket.destroyed || this.#open.has(socket)) return;
-    this.#open.add(socket);
-    socket.once('close', () => this.#open.delete(socket));
-  };
-
-  /** Destroys every tracked socket; resolves when all are closed. */
-  async destroyAll(): Promise<void> {
-    const closing = [...this.#open].map(
-      (socket) => new Promise<void>((resolve) => socket.once('close', () => resolve())),
-    );
-    for (const socket of this.#open) socket.destroy();
-    await Promise.all(closing);
-  }
-}
-
-/** Closes `server`: stops listening, destroys its connections and waits until all are closed. */
-export async function closeServer(server: Server, sockets: Sockets): Promise<void> {
-  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  await sockets.destroyAll();
-  await closed;
 }

@@ -13,8 +13,8 @@ import {
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { NodeMiddleware } from '../server/index.js';
-import { closeServer, Sockets } from './api-server.js';
 import { PerSecond } from './series.js';
+import { closeServer, Sockets } from './sockets.js';
 import { epochMs } from './timers.js';
 
 /** What the gateway counted, per second of the run. */
