@@ -65,6 +65,7 @@ function rows(result: LiveLabResult): (string | number)[][] {
     ['  still under way at the end (not counted)', ...f.map((x) => x.unfinishedUserRequests)],
     ['calls at the edge per user request', ...f.map((x) => x.edgeCallsPerUserRequest)],
     ['calls at the API server per user request', ...f.map((x) => x.apiCallsPerUserRequest)],
+    ['API calls rejected at once (no free connection)', ...f.map((x) => x.apiRejected)],
     ['answers thrown away (caller gone)', ...f.map((x) => x.wastedAnswers)],
     ['shed at the edge', ...f.map((x) => x.shed)],
   ];

@@ -18,10 +18,6 @@ export interface ApiCounts {
   readonly calls: number[];
   /** Of them, rejected at once: every connection was busy. */
   readonly rejected: number[];
-  /** Answers written to a caller that had already hung up (wasted work). */
-  readonly wasted: number[];
-  /** Database queries started. */
-  readonly dbQueries: number[];
 }
 
 /** A running API server. */
@@ -86,8 +82,6 @@ export async function startApiServer(
   const db = new Database(p, timers, downFromMs, downUntilMs);
   const calls = new PerSecond(startMs, seconds);
   const rejected = new PerSecond(startMs, seconds);
-  const wasted = new PerSecond(startMs, seconds);
-  const dbQueries = new PerSecond(startMs, seconds);
   /** Forecast number -> when its cached answer expires (epoch ms). */
   const cache = new Map<number, number>();
   let held = 0;
@@ -109,7 +103,6 @@ export async function startApiServer(
     try {
       await timers.sleep(p.serviceMs);
       if ((cache.get(forecast) ?? 0) <= epochMs()) {
-        dbQueries.add(epochMs());
         if (await db.query()) cache.set(forecast, epochMs() + p.cacheTtlMs);
         else status = 503;
       }
@@ -117,10 +110,8 @@ export async function startApiServer(
       threads.give();
       held--;
     }
-    if (res.destroyed) {
-      wasted.add(epochMs());
-      return;
-    }
+    // Its caller (the gateway) hung up, after its own time limit: the work is thrown away.
+    if (res.destroyed) return;
     if (status !== 200) {
       res.writeHead(status, { 'content-length': 0 }).end();
       return;
@@ -152,8 +143,6 @@ export async function startApiServer(
     counts: {
       calls: calls.counts,
       rejected: rejected.counts,
-      wasted: wasted.counts,
-      dbQueries: dbQueries.counts,
     },
     close: () => {
       timers.clear();

@@ -19,8 +19,6 @@ import { epochMs } from './timers.js';
 
 /** What the gateway counted, per second of the run. */
 export interface GatewayCounts {
-  /** Requests that reached the edge (the gateway, or the shedder in front of it). */
-  readonly edge: number[];
   /** Of them, answered by the shedder without calling the API server. */
   readonly shed: number[];
   /** API answers that came back for a caller that had hung up (wasted work). */
@@ -65,7 +63,6 @@ export async function startGateway(
   const api = new URL(apiUrl);
   const agent = new Agent({ keepAlive: true });
   const sockets = new Sockets();
-  const edge = new PerSecond(startMs, seconds);
   const shed = new PerSecond(startMs, seconds);
   const wasted = new PerSecond(startMs, seconds);
 
@@ -117,7 +114,6 @@ export async function startGateway(
   };
 
   const server: Server = createServer({ keepAlive: true }, (req, res) => {
-    edge.add(epochMs());
     req.resume();
     if (setup.shed === undefined) {
       void forward(req, res);
@@ -141,7 +137,7 @@ export async function startGateway(
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    counts: { edge: edge.counts, shed: shed.counts, wasted: wasted.counts },
+    counts: { shed: shed.counts, wasted: wasted.counts },
     close: async () => {
       agent.destroy();
       await closeServer(server, sockets);

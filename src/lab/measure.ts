@@ -27,6 +27,8 @@ export interface LiveTotals {
   readonly unfinished: number;
   readonly offered: number;
   readonly apiCalls: number;
+  /** Calls the API server rejected at once: every connection was busy. */
+  readonly apiRejected: number;
   /** API answers that reached the gateway after its caller had hung up. */
   readonly wasted: number;
   readonly shed: number;
@@ -58,6 +60,8 @@ export interface LiveFigures {
   readonly edgeCallsPerUserRequest: number;
   /** Calls at the API server per tap. */
   readonly apiCallsPerUserRequest: number;
+  /** Calls the API server rejected at once because every connection was busy. */
+  readonly apiRejected: number;
   readonly wastedAnswers: number;
   readonly shed: number;
 }
@@ -110,6 +114,7 @@ export function liveFigures(
     unfinishedUserRequests: totals.unfinished,
     edgeCallsPerUserRequest: taps > 0 ? round(totals.offered / taps) : 0,
     apiCallsPerUserRequest: taps > 0 ? round(totals.apiCalls / taps) : 0,
+    apiRejected: totals.apiRejected,
     wastedAnswers: totals.wasted,
     shed: totals.shed,
   };

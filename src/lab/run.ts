@@ -157,6 +157,7 @@ async function runOne(
       unfinished: fleets.reduce((n, f) => n + f.unfinished, 0),
       offered: fleets.reduce((n, f) => n + f.offered.reduce((a, b) => a + b, 0), 0),
       apiCalls: api.counts.calls.reduce((a, b) => a + b, 0),
+      apiRejected: api.counts.rejected.reduce((a, b) => a + b, 0),
       wasted: gateway.counts.wasted.reduce((a, b) => a + b, 0),
       shed: gateway.counts.shed.reduce((a, b) => a + b, 0),
     };
