@@ -1,7 +1,8 @@
-// The live lab for real, short: the old stack and stormproof clients with stormproof/server at the
-// edge, each an API server, a gateway and two client workers on 127.0.0.1, with a 7.5 s failover
-// (the story's 30 s at --scale 4) and 15 s after it. Shorter failovers are not storms (the old
-// clients outlast them), and the edge's ramp needs about 8 s to reopen at this rate. The shape is asserted from what was measured: the old stack's
+// The live lab for real, as `stormproof lab --live` runs it: the old stack and stormproof clients
+// with stormproof/server at the edge, each an API server, a gateway and two client workers on
+// 127.0.0.1, with a 10 s failover (the story's 30 s at the default --scale 3) and 20 s after it.
+// Not shorter: a 7.5 s failover (--scale 4) did not tip the old stack into a storm on a machine
+// loaded by other work (it sits near the boundary), and the edge's ramp needs about 8 s to reopen. The shape is asserted from what was measured: the old stack's
 // retries multiply the load and keep it up after the database is back; stormproof with the server
 // recovers within a stated bound. Nothing is left running afterwards, and the report's curves
 // draw in headless Chromium. The lab runs from dist/ (built by the suite's global setup): its
@@ -81,21 +82,21 @@ describe('a short storm on 127.0.0.1', () => {
   beforeAll(async () => {
     const lab = (await import(DIST_LAB)) as Lab;
     before = liveHandles();
-    result = await lab.runLiveLab({ scale: 4, runs: ['old-stack', 'stormproof-server'] });
+    result = await lab.runLiveLab({ scale: 3, runs: ['old-stack', 'stormproof-server'] });
   }, 150_000);
 
-  it('ran the story scaled: 7.5 s failover, 60 user requests a second', () => {
-    expect(result.parameters).toMatchObject({ scale: 4, faultSeconds: 7.5, rps: 60 });
+  it('ran the story scaled: 10 s failover, 60 user requests a second', () => {
+    expect(result.parameters).toMatchObject({ scale: 3, faultSeconds: 10, rps: 60 });
     for (const run of result.runs) {
       // Normal load is the offered taps, give or take the Poisson arrivals and a loaded machine.
       expect(run.figures.normalRps).toBeGreaterThan(35);
       expect(run.figures.normalRps).toBeLessThan(90);
-      expect(run.series.length).toBe(25);
+      expect(run.series.length).toBe(33);
     }
   });
 
-  // Whether the short storm outlives its 15 s after the failover may vary from run to run (this
-  // load is in the vulnerable region, not deep in the metastable one); the amplification does not.
+  // Whether the storm outlives the 20 s after the failover is not asserted: near the boundary it
+  // may vary from run to run; the amplification is what the story is about.
   it('the old stack amplifies: the edge sees 3x normal or more after the database is back', () => {
     const old = result.runs.find((r) => r.name === 'old-stack')!.figures;
     expect(old.peakAfterDbBackRps).toBeGreaterThanOrEqual(3 * old.normalRps);

@@ -169,7 +169,7 @@ export function liveParameters(options: LiveLabOptions = {}): {
       drainSeconds: 3,
       apiConnections: 400,
       apiThreads: 8,
-      serviceMs: 32,
+      serviceMs: 48,
       forecasts: 300,
       cacheTtlMs: Math.round(20_000 / scale),
       dbPool: 4,
