@@ -245,12 +245,10 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
   return OK;
 }
 
+const withoutLive = (args: readonly string[]) => args.filter((arg) => arg !== '--live');
+
 async function lab(args: readonly string[], io: Io): Promise<number> {
-  if (args.includes('--live'))
-    return liveLab(
-      args.filter((arg) => arg !== '--live'),
-      io,
-    );
+  if (args.includes('--live')) return liveLab(withoutLive(args), io);
   const command = 'stormproof lab';
   const parsed = parse(command, args, LAB_OPTIONS);
   const { plot, out: outFlag } = parsed.values;
