@@ -495,6 +495,33 @@ describe('reopening in steps', () => {
     expect(events).toEqual(['reopen', 'latency']);
     expect(s.stats().rampShare).toBe(0.1);
   });
+
+  // Regression (found by the live lab): requests admitted during an outage that finished after
+  // reopen() were counted in the first step's window and failed it, so reopen() stepped back.
+  it('judges a step on the requests admitted in it: stragglers from the outage do not fail it', async () => {
+    const clock = new ManualClock();
+    const events: string[] = [];
+    const s = make(clock, {
+      limit: 1000,
+      random: () => 0,
+      ramp: {},
+      onRamp: (e) => events.push(e.reason),
+    });
+    await traffic(s, clock, 150, 200); // baseline: 10 ms
+    const stragglers = Array.from({ length: 10 }, () => asTicket(s.admit(first)));
+    await clock.advance(2000);
+    s.reopen(); // the database is back
+    for (const t of stragglers) t.finish(503); // slow failures from before the reopen
+    for (let i = 0; i < 20; i++) {
+      const a = asTicket(s.admit(first));
+      await clock.advance(50 / 20 + 10);
+      a.finish(200);
+    }
+    await clock.advance(1000);
+    await traffic(s, clock, 1, 200);
+    expect(events).toEqual(['reopen', 'passed']);
+    expect(s.stats().rampShare).toBe(0.4);
+  });
 });
 
 describe('gateway mode', () => {

@@ -10,6 +10,7 @@ import { type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
 import type { StormResult } from '../sim/storm.js';
 import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError, runJobs } from './jobs.js';
+import { liveLab } from './live.js';
 import { mapCommand } from './map.js';
 import { num, table, writeWhole } from './output.js';
 import { ProgressBar, type ProgressMode } from './progress.js';
@@ -87,6 +88,7 @@ function mainHelp(): string {
 Usage:
   stormproof lab [options]                   naive versus stormproof on the weather API: prints a
                                              comparison and writes a report with charts
+  stormproof lab --live [options]            the same storm for real on 127.0.0.1 (about 2 min)
   stormproof sim <scenario> [options]        runs one scenario of the simulator
   stormproof check <stack.json> [options]    worst case of a stack's retry layers, and warnings
   stormproof map [options]                   the metastability map of every retry policy, or a
@@ -249,7 +251,10 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
   return OK;
 }
 
+const withoutLive = (args: readonly string[]) => args.filter((arg) => arg !== '--live');
+
 async function lab(args: readonly string[], io: Io): Promise<number> {
+  if (args.includes('--live')) return liveLab(withoutLive(args), io);
   const command = 'stormproof lab';
   const parsed = parse(command, args, LAB_OPTIONS);
   const { plot, out: outFlag } = parsed.values;

@@ -44,6 +44,8 @@ export class Ramp {
   private latencySum = 0;
   /** Mean latency of healthy, fully open windows: what a step is compared with. */
   private baselineMs: number | undefined;
+  /** When the ramp last moved. */
+  private stepSince = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly settings: RampSettings,
@@ -69,8 +71,13 @@ export class Ramp {
     this.move(0, 'reopen', nowMs);
   }
 
-  /** One admitted request finished. */
-  record(nowMs: number, latencyMs: number, failed: boolean): void {
+  /**
+   * One admitted request finished. While ramping, a step is judged only on the requests admitted
+   * in it: a request admitted before (say, during the outage, finishing after `reopen()`) says
+   * nothing about the step.
+   */
+  record(nowMs: number, latencyMs: number, failed: boolean, admittedAtMs: number): void {
+    if (this.step < this.settings.steps.length && admittedAtMs < this.stepSince) return;
     if (Number.isNaN(this.windowStart)) this.windowStart = nowMs;
     this.requests++;
     if (failed) this.errors++;
@@ -116,6 +123,7 @@ export class Ramp {
     figures?: { errorRate: number; meanLatencyMs: number },
   ): void {
     this.step = Math.max(-1, Math.min(this.settings.steps.length, step));
+    this.stepSince = nowMs;
     this.resetWindow(nowMs);
     this.onMove({ share: this.share, step: this.step, reason, ...figures });
   }

@@ -807,7 +807,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
         if (onLimit && limiter.current !== before)
           onLimit({ limit: limiter.current, previous: before });
         pushback.completed(nowMs);
-        ramp?.record(nowMs, latencyMs, failed);
+        ramp?.record(nowMs, latencyMs, failed, startedAt);
         if (throttle && !failed) throttle.accept(nowMs);
         if (queued > 0) drain(nowMs);
         return downstreamSaysStop;
