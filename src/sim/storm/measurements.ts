@@ -6,7 +6,7 @@ import type { StormParameters } from './options.js';
 
 /**
  * Goodput counts as back when the taps that ended with a forecast in a second are at least this
- * share of the taps started in it (issue 10's "at least 95% of capacity": the demand, 4,000 a
+ * share of the taps started in it ("at least 95% of capacity", where the capacity that matters is the demand, 4,000 a
  * second, is what the servers are asked to serve, well below what they can).
  */
 export const GOODPUT_SHARE = 0.95;
