@@ -496,6 +496,53 @@ describe('reopening in steps', () => {
     expect(s.stats().rampShare).toBe(0.1);
   });
 
+  // Regression (found by the storm lab): after an outage the cache is cold, so every request is
+  // slower than the healthy baseline at any load; the latency check held the ramp at its floor
+  // until the cache warmed. A step is now compared with the floor's own latency too.
+  for (const lateMs of [0, 7, 40]) {
+    it(`a cold start does not hold the ramp at its floor, and a step that adds latency still steps back (clock ${lateMs} ms late)`, async () => {
+      const clock = new ManualClock({ lateMs });
+      const events: string[] = [];
+      const s = make(clock, {
+        limit: 1000,
+        random: () => 0,
+        ramp: {},
+        onRamp: (e) => events.push(e.reason),
+      });
+      const serve = async (n: number, ms: number) => {
+        for (let i = 0; i < n; i++) {
+          const a = asTicket(s.admit(first));
+          await clock.advance(ms);
+          a.finish(200);
+        }
+      };
+      await traffic(s, clock, 150, 200); // baseline: 10 ms
+      while (s.stats().rampStep !== -1) await traffic(s, clock, 1, 503); // the outage
+      events.length = 0;
+      // The dependency is back, the cache cold: 25 ms a request, 2.5x the baseline, at any load.
+      await serve(45, 25); // a floor window: healthy, sets the reference
+      expect(events).toEqual(['passed']);
+      expect(s.stats().rampShare).toBe(0.2);
+      // This step's load makes requests slower than the floor's 25 ms x 2: one step back.
+      await serve(20, 60);
+      expect(events).toEqual(['passed', 'latency']);
+      expect(s.stats().rampStep).toBe(-1);
+      // At the cold cache's own latency every step passes.
+      await serve(6 * 45, 25);
+      expect(events).toEqual([
+        'passed',
+        'latency',
+        'passed',
+        'passed',
+        'passed',
+        'passed',
+        'passed',
+        'open',
+      ]);
+      expect(s.stats().rampShare).toBe(1);
+    });
+  }
+
   // Regression (found by the live lab): requests admitted during an outage that finished after
   // reopen() were counted in the first step's window and failed it, so reopen() stepped back.
   it('judges a step on the requests admitted in it: stragglers from the outage do not fail it', async () => {

@@ -44,6 +44,13 @@ export class Ramp {
   private latencySum = 0;
   /** Mean latency of healthy, fully open windows: what a step is compared with. */
   private baselineMs: number | undefined;
+  /**
+   * Mean latency of the last window at the floor that passed its error check, since the ramp
+   * left the open state: the service's latency as it is now (a cache still cold after an outage,
+   * say) at the least load the ramp admits. A step is compared with the larger of the two, so
+   * the check catches latency that the step's load adds, not latency the load did not cause.
+   */
+  private floorMs: number | undefined;
   /** When the ramp last moved. */
   private stepSince = Number.NEGATIVE_INFINITY;
 
@@ -107,8 +114,15 @@ export class Ramp {
       this.resetWindow(nowMs);
       return;
     }
-    if (errorRate > maxErrorRate) this.move(this.step - 1, 'error-rate', nowMs, figures);
-    else if (this.baselineMs !== undefined && meanLatencyMs > this.baselineMs * latencyTolerance) {
+    if (errorRate > maxErrorRate) {
+      this.move(this.step - 1, 'error-rate', nowMs, figures);
+      return;
+    }
+    // At the floor there is no less load to compare with: a healthy window sets the reference
+    // and the ramp tries the first step.
+    if (this.step < 0) this.floorMs = meanLatencyMs;
+    const referenceMs = Math.max(this.baselineMs ?? 0, this.floorMs ?? 0);
+    if (this.step >= 0 && referenceMs > 0 && meanLatencyMs > referenceMs * latencyTolerance) {
       this.move(this.step - 1, 'latency', nowMs, figures);
     } else {
       const next = this.step + 1;
@@ -123,6 +137,7 @@ export class Ramp {
     figures?: { errorRate: number; meanLatencyMs: number },
   ): void {
     this.step = Math.max(-1, Math.min(this.settings.steps.length, step));
+    if (this.step >= this.settings.steps.length || reason === 'errors') this.floorMs = undefined;
     this.stepSince = nowMs;
     this.resetWindow(nowMs);
     this.onMove({ share: this.share, step: this.step, reason, ...figures });

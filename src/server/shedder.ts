@@ -201,8 +201,10 @@ export interface RampOptions {
    */
   tripErrorRate?: number | undefined;
   /**
-   * A step fails when its mean latency exceeds this many times the mean of healthy open
-   * windows.
+   * A step fails when its mean latency exceeds this many times the larger of two references: the
+   * mean of healthy open windows (before the episode) and the latest healthy window at the floor
+   * (the service as it is now, at the least load: a cache still cold after an outage is slower
+   * at any load, and must not hold the ramp at its floor).
    * @default 2
    * @example
    * ```ts
