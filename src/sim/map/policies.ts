@@ -34,12 +34,12 @@ export const MAP_POLICIES: readonly MapPolicy[] = [
 
 /** One line per policy, for the output and the docs. */
 export const POLICY_SUMMARY: Readonly<Record<MapPolicy, string>> = {
-  naive: "immediate retries, no wait (the storm story's old stack)",
+  naive: "immediate retries, no wait: the storm story's old stack",
   backoff: 'capped exponential backoff 200 ms x 2^n to 5 s, no jitter',
   'full-jitter': 'the same backoff with full jitter, Retry-After honoured',
-  budget: 'full jitter with the 10% retry budget (RetryBudget)',
-  a6: 'gRFC A6: 0.8-1.2 jitter band and retry throttling (TokenBucket 10, 0.1)',
-  breaker: 'full jitter behind a CircuitBreaker (its defaults)',
+  budget: 'full jitter with the 10% retry budget, a RetryBudget',
+  a6: 'gRFC A6: 0.8-1.2 jitter band and retry throttling, a TokenBucket of 10 and 0.1',
+  breaker: 'full jitter behind a CircuitBreaker with its defaults',
 };
 
 /** What every policy of a run shares. */
