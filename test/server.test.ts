@@ -543,6 +543,35 @@ describe('reopening in steps', () => {
     });
   }
 
+  // Regression (a real-server test caught it): with no healthy window before the outage there is
+  // no baseline, and the floor's latency alone must not start a latency check: a ratio of
+  // sub-millisecond latencies is noise.
+  for (const lateMs of [0, 7, 40]) {
+    it(`with no healthy baseline, a step is judged on errors only (clock ${lateMs} ms late)`, async () => {
+      const clock = new ManualClock({ lateMs });
+      const events: string[] = [];
+      const s = make(clock, {
+        limit: 1000,
+        random: () => 0,
+        ramp: { windowMs: 100 },
+        onRamp: (e) => events.push(e.reason),
+      });
+      while (s.stats().rampStep !== -1) await traffic(s, clock, 1, 500); // down from the start
+      events.length = 0;
+      const serve = async (n: number, ms: number) => {
+        for (let i = 0; i < n; i++) {
+          const a = asTicket(s.admit(first));
+          await clock.advance(ms);
+          a.finish(200);
+        }
+      };
+      await serve(101, 1); // the floor: 1 ms
+      await serve(21, 5); // the first step: 5 ms, five times the floor
+      expect(events).toEqual(['passed', 'passed']);
+      expect(s.stats().rampShare).toBe(0.4);
+    });
+  }
+
   // Regression (found by the live lab): requests admitted during an outage that finished after
   // reopen() were counted in the first step's window and failed it, so reopen() stepped back.
   it('judges a step on the requests admitted in it: stragglers from the outage do not fail it', async () => {

@@ -121,8 +121,15 @@ export class Ramp {
     // At the floor there is no less load to compare with: a healthy window sets the reference
     // and the ramp tries the first step.
     if (this.step < 0) this.floorMs = meanLatencyMs;
-    const referenceMs = Math.max(this.baselineMs ?? 0, this.floorMs ?? 0);
-    if (this.step >= 0 && referenceMs > 0 && meanLatencyMs > referenceMs * latencyTolerance) {
+    // The floor only ever raises the reference: with no healthy baseline there is no latency
+    // check at all (a ratio of sub-millisecond loopback latencies is noise, not overload).
+    const referenceMs =
+      this.baselineMs === undefined ? undefined : Math.max(this.baselineMs, this.floorMs ?? 0);
+    if (
+      this.step >= 0 &&
+      referenceMs !== undefined &&
+      meanLatencyMs > referenceMs * latencyTolerance
+    ) {
       this.move(this.step - 1, 'latency', nowMs, figures);
     } else {
       const next = this.step + 1;
