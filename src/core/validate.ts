@@ -90,6 +90,20 @@ export function checkKnownKeys(owner: string, options: object, known: readonly s
   }
 }
 
+/**
+ * Throws a TypeError naming the first option set to `null`: only `undefined` means "use the
+ * default", so a `null` (from JSON, say) is a mistake to report, never a default.
+ */
+export function refuseNulls(owner: string, options: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(options)) {
+    if (value === null) {
+      throw new TypeError(
+        `stormproof: ${owner} ${key} must not be null (leave it out for the default)`,
+      );
+    }
+  }
+}
+
 /** Options must be a plain object (or absent). */
 export function checkOptionsObject(owner: string, options: unknown): Record<string, unknown> {
   if (options === undefined) return {};

@@ -17,7 +17,7 @@ import type { Verdict } from '../core/classify.js';
 import type { Clock, RandomSource } from '../core/clock.js';
 import type { AttemptContext, RetryDecisionContext, RetryHooks } from '../core/options.js';
 import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject } from '../core/validate.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
 import { capMaxAttempts } from './limits.js';
 import {
   MAX_PUSHBACK_MS,
@@ -27,7 +27,6 @@ import {
   STATUS_DETAILS_TRAILER,
 } from './pushback.js';
 import { CODE, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
-import { refuseNulls } from './validate.js';
 
 /** The request header that tells the server how many attempts came before this one (gRFC A6). */
 export const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';

@@ -1,10 +1,15 @@
 // gRFC A6's retry policy as grpc-js reads it: the same options as the interceptor, turned into a
 // service config object for the channel option `grpc.service_config`, checked as A6 checks it.
 import { truncatedThousandths } from '../core/budgets/token-bucket.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
+import {
+  checkKnownKeys,
+  checkNumber,
+  checkOptionsObject,
+  refuseNulls,
+  show,
+} from '../core/validate.js';
 import { capMaxAttempts } from './limits.js';
 import { resolveStatusCodes, type StatusCodeLike, statusName } from './status-codes.js';
-import { refuseNulls } from './validate.js';
 
 /** The options of {@link toServiceConfig}. */
 export interface ServiceConfigOptions {

@@ -3,7 +3,13 @@
 // injected, the adapters (web, node) only translate requests and responses.
 import { OVERLOADED_HEADER } from '../core/classify.js';
 import { type Clock, type RandomSource, systemClock } from '../core/clock.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
+import {
+  checkKnownKeys,
+  checkNumber,
+  checkOptionsObject,
+  refuseNulls,
+  show,
+} from '../core/validate.js';
 import { type ConcurrencyLimit, createLimit, type LimitOption } from './limits.js';
 import { createPushback, type Pushback, type RetryAfterOption } from './pushback.js';
 import { Ramp, type RampEvent } from './ramp.js';
@@ -603,13 +609,7 @@ export interface Shedder {
 export function createShedder(options?: ShedderOptions): Shedder {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, OPTION_KEYS);
-  for (const key of OPTION_KEYS) {
-    if (o[key] === null) {
-      throw new TypeError(
-        `stormproof: ${OWNER} ${key} must not be null (leave it out for the default)`,
-      );
-    }
-  }
+  refuseNulls(OWNER, o);
   const clock: Clock = (o.clock as Clock | undefined) ?? systemClock;
   if (typeof clock.now !== 'function' || typeof clock.sleep !== 'function') {
     throw new TypeError(`stormproof: ${OWNER} clock must have now() and sleep(ms, signal)`);

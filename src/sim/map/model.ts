@@ -5,7 +5,13 @@
 import type { BreakerAdmission } from '../../core/breaker/breaker.js';
 import type { Clock } from '../../core/clock.js';
 import { type Outcome, type RetryState, startState, step } from '../../core/step.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../../core/validate.js';
+import {
+  checkKnownKeys,
+  checkNumber,
+  checkOptionsObject,
+  refuseNulls,
+  show,
+} from '../../core/validate.js';
 import { ATTEMPT_HEADER } from '../../server/request-info.js';
 import {
   type Admission,
@@ -311,13 +317,7 @@ function oneOf<T extends string>(
 export function resolveMapModel(options?: MapModelOptions): MapModelParameters {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KEYS);
-  for (const key of KEYS) {
-    if (o[key] === null) {
-      throw new TypeError(
-        `stormproof: ${OWNER} ${key} must not be null (leave it out for the default)`,
-      );
-    }
-  }
+  refuseNulls(OWNER, o);
   const num = (name: string, fallback: number, range: Parameters<typeof checkNumber>[3]) =>
     o[name] === undefined ? fallback : checkNumber(OWNER, name, o[name], range);
   const positive = { min: 0, minExclusive: true };

@@ -2,7 +2,13 @@
 // trigger length) runs several seeds of the model; each cell gets the probability of each class
 // over its seeds, a recovery time and an amplification, and each row of loads the boundary
 // trigger length. The runs are independent, so a caller may spread them over threads.
-import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../../core/validate.js';
+import {
+  checkKnownKeys,
+  checkNumber,
+  checkOptionsObject,
+  refuseNulls,
+  show,
+} from '../../core/validate.js';
 import { type MapClass, ruleText } from './classify.js';
 import {
   type MapModelOptions,
@@ -227,13 +233,7 @@ function member<T>(name: string, values: readonly T[]) {
 export function resolveMapGrid(options?: MapSweepOptions): MapGrid {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KEYS);
-  for (const key of KEYS) {
-    if (o[key] === null) {
-      throw new TypeError(
-        `stormproof: ${OWNER} ${key} must not be null (leave it out for the default)`,
-      );
-    }
-  }
+  refuseNulls(OWNER, o);
   const model = checkOptionsObject(`${OWNER} model`, o.model) as MapBaseOptions;
   for (const key of [
     'policy',
