@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { checkStack } from '../src/sim/check.js';
-import { runStorm, type StormOptions, type StormResult } from '../src/sim/storm.js';
-import { CLIENT_LIBRARY_LAYER, SMALL_STORM } from './helpers/fixtures.js';
+import { runStorm, type StormResult } from '../src/sim/storm.js';
+import { CLIENT_LIBRARY_LAYER, runStormOnce, SMALL_STORM } from './helpers/fixtures.js';
 
 const example = JSON.parse(
   readFileSync(new URL('../examples/stack.json', import.meta.url), 'utf8'),
@@ -160,18 +160,6 @@ describe('checkStack with a circuit breaker', () => {
   });
 });
 
-/** Runs each storm once, on first use. */
-const cache = new Map<string, StormResult>();
-function run(options: StormOptions): StormResult {
-  const key = JSON.stringify(options);
-  let result = cache.get(key);
-  if (result === undefined) {
-    result = runStorm(options);
-    cache.set(key, result);
-  }
-  return result;
-}
-
 /** The sum of a per-second figure over seconds [from, to). */
 function total(
   r: StormResult,
@@ -199,7 +187,7 @@ function figures(r: StormResult) {
 
 describe('runStorm with a circuit breaker per partner instance', () => {
   it('without a breaker: the figures are as before the breaker existed', () => {
-    const r = run({ policy: 'stormproof' });
+    const r = runStormOnce({ policy: 'stormproof' });
     expect(r.parameters.breaker).toBe(false);
     expect(figures(r)).toEqual({
       apiCallsDuringFailover: 134_973,
@@ -220,7 +208,7 @@ describe('runStorm with a circuit breaker per partner instance', () => {
   });
 
   it("with stormproof's default breaker: 72% fewer calls in the failover, recovery 35 s instead of 1 s", () => {
-    const r = run({ policy: 'stormproof', breaker: true });
+    const r = runStormOnce({ policy: 'stormproof', breaker: true });
     expect(r.parameters.breaker).toEqual({
       consecutiveFailures: 5,
       failureRatio: undefined,
@@ -243,14 +231,14 @@ describe('runStorm with a circuit breaker per partner instance', () => {
       breakerOpenings: 1409,
     });
     // The normal load is untouched: a closed breaker refuses nothing.
-    expect(r.normalRps).toBe(run({ policy: 'stormproof' }).normalRps);
+    expect(r.normalRps).toBe(runStormOnce({ policy: 'stormproof' }).normalRps);
     expect(total(r, 'refused', 0, r.parameters.faultAtSeconds)).toBe(0);
     // Refused calls never reach the edge, and each one fails its user request.
     expect(r.totals.failed).toBeGreaterThanOrEqual(r.totals.breakerRefusals);
   });
 
   it('with short open periods (1 s growing to 5 s): most of the saving, recovery in 5 s', () => {
-    const r = run({ policy: 'stormproof', breaker: { openMs: 1000, maxOpenMs: 5000 } });
+    const r = runStormOnce({ policy: 'stormproof', breaker: { openMs: 1000, maxOpenMs: 5000 } });
     expect(figures(r)).toEqual({
       apiCallsDuringFailover: 47_881,
       apiCallsInItsLast10Seconds: 987,

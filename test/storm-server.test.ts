@@ -3,23 +3,8 @@
 // all-or-nothing shedder in the style of Fastify's under-pressure. Every figure asserted here is
 // read from the simulator's output; docs/storm-model.md ("The server rows") gives the numbers.
 import { describe, expect, it } from 'vitest';
-import {
-  runStorm,
-  type StormOptions,
-  type StormResult,
-  type StormServerRampStep,
-} from '../src/sim/storm.js';
-
-const cache = new Map<string, StormResult>();
-function run(options: StormOptions): StormResult {
-  const key = JSON.stringify(options);
-  let result = cache.get(key);
-  if (result === undefined) {
-    result = runStorm(options);
-    cache.set(key, result);
-  }
-  return result;
-}
+import { runStorm, type StormOptions, type StormServerRampStep } from '../src/sim/storm.js';
+import { runStormOnce } from './helpers/fixtures.js';
 
 const SLOW = 180_000; // a full storm runs for seconds; on a shared 2-core machine, longer
 
@@ -37,7 +22,7 @@ describe('naive clients, the storm story stack, by server protection', () => {
   it(
     'none: stays down, as in the storm story',
     () => {
-      const r = run({ policy: 'naive' });
+      const r = runStormOnce({ policy: 'naive' });
       expect(r.server).toBeNull();
       expect(r.recoveredAfterFaultSeconds).toBeNull();
       expect(r.goodputRecoveredAfterFaultSeconds).toBeNull();
@@ -48,8 +33,8 @@ describe('naive clients, the storm story stack, by server protection', () => {
   it(
     'stormproof/server: goodput back to 95% of demand within 10 s of the database, then a ramp of checked 20% steps',
     () => {
-      const r = run({ policy: 'naive', server: 'stormproof' });
-      const none = run({ policy: 'naive' });
+      const r = runStormOnce({ policy: 'naive', server: 'stormproof' });
+      const none = runStormOnce({ policy: 'naive' });
       const server = r.server!;
       expect(server.kind).toBe('stormproof');
       const goodput = r.goodputRecoveredAfterFaultSeconds;
@@ -95,7 +80,7 @@ describe('naive clients, the storm story stack, by server protection', () => {
   it(
     'all-or-nothing, Retry-After: 10 to everyone: flaps during the fault; in this model it too ends the storm',
     () => {
-      const r = run({ policy: 'naive', server: 'all-or-nothing' });
+      const r = runStormOnce({ policy: 'naive', server: 'all-or-nothing' });
       const server = r.server!;
       expect(server.kind).toBe('all-or-nothing');
       expect(server.ramp).toEqual([]);
@@ -117,8 +102,8 @@ describe('stormproof clients, by server protection', () => {
   it(
     'stormproof/server: recovers as each server reopens in steps, judged against the cold cache’s own latency',
     () => {
-      const r = run({ policy: 'stormproof', server: 'stormproof' });
-      const alone = run({ policy: 'stormproof' });
+      const r = runStormOnce({ policy: 'stormproof', server: 'stormproof' });
+      const alone = runStormOnce({ policy: 'stormproof' });
       expect(r.recoveredAfterFaultSeconds).not.toBeNull();
       expect(r.goodputRecoveredAfterFaultSeconds).not.toBeNull();
       // The ramp takes its steps (one checked 1 s window each): later than the clients alone,

@@ -6,19 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { Budget } from '../src/core/budgets/budget.js';
 import { RetryBudget } from '../src/core/budgets/retry-budget.js';
 import { runStorm, type StormOptions, type StormResult } from '../src/sim/storm.js';
-import { SMALL_STORM } from './helpers/fixtures.js';
-
-/** Runs each default scenario once, on first use. */
-const cache = new Map<string, StormResult>();
-function run(options: StormOptions): StormResult {
-  const key = JSON.stringify(options);
-  let result = cache.get(key);
-  if (result === undefined) {
-    result = runStorm(options);
-    cache.set(key, result);
-  }
-  return result;
-}
+import { runStormOnce, SMALL_STORM } from './helpers/fixtures.js';
 
 /** Success ratio of the user requests that ended in the last `n` seconds of the run. */
 function tailSuccess(result: StormResult, n: number): number {
@@ -30,7 +18,7 @@ function tailSuccess(result: StormResult, n: number): number {
 
 describe('runStorm with the defaults', () => {
   it('naive: the metastable state, several times normal load and still failing at the end', () => {
-    const r = run({ policy: 'naive' });
+    const r = runStormOnce({ policy: 'naive' });
     expect(r.normalRps).toBeGreaterThan(3800);
     expect(r.normalRps).toBeLessThan(4200);
     expect(r.dbHealthyAtSeconds).toBe(40);
@@ -48,7 +36,7 @@ describe('runStorm with the defaults', () => {
   });
 
   it('naive with manual recovery: recovers only after the shedding and the 20% steps', () => {
-    const r = run({ policy: 'naive', manualRecovery: true });
+    const r = runStormOnce({ policy: 'naive', manualRecovery: true });
     const recovery = r.recovery;
     expect(recovery).not.toBeNull();
     expect(recovery?.shedAtSeconds).toBe(100);
@@ -68,8 +56,8 @@ describe('runStorm with the defaults', () => {
   });
 
   it('stormproof: recovers within seconds, at a peak well below the naive one', () => {
-    const r = run({ policy: 'stormproof' });
-    const naive = run({ policy: 'naive' });
+    const r = runStormOnce({ policy: 'stormproof' });
+    const naive = runStormOnce({ policy: 'naive' });
     expect(r.normalRps).toBe(naive.normalRps);
     expect(r.recoveredAfterFaultSeconds).not.toBeNull();
     expect(r.recoveredAfterFaultSeconds).toBeLessThan(10);

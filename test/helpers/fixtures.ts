@@ -1,5 +1,5 @@
 // Fixtures several suites share.
-import type { StormOptions } from '../../src/sim/index.js';
+import { runStorm, type StormOptions, type StormResult } from '../../src/sim/index.js';
 
 /**
  * The fixed stack's one retrying layer, as a stack file writes it: 4 attempts, capped backoff
@@ -25,3 +25,15 @@ export const SMALL_STORM: StormOptions = {
   faultAtSeconds: 10,
   forecastKeys: 10_000,
 };
+
+/** Runs each storm once per test file, on first use: a full storm takes seconds. */
+const storms = new Map<string, StormResult>();
+export function runStormOnce(options: StormOptions): StormResult {
+  const key = JSON.stringify(options);
+  let result = storms.get(key);
+  if (result === undefined) {
+    result = runStorm(options);
+    storms.set(key, result);
+  }
+  return result;
+}

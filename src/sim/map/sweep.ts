@@ -19,9 +19,8 @@ import {
 import { MAP_POLICIES, type MapPolicy } from './policies.js';
 import type { TriggerKind } from './trigger.js';
 
-/** The model options a sweep shares across its cells (the rest is the grid's). */
-export type MapBaseOptions = Omit<
-  MapModelOptions,
+/** The model options each cell of a grid sets for itself. */
+type CellKeys =
   | 'policy'
   | 'load'
   | 'ratePerSecond'
@@ -29,8 +28,10 @@ export type MapBaseOptions = Omit<
   | 'triggerSeconds'
   | 'triggerMagnitude'
   | 'seed'
-  | 'stormproofServer'
->;
+  | 'stormproofServer';
+
+/** The model options a sweep shares across its cells (the rest is the grid's). */
+export type MapBaseOptions = Omit<MapModelOptions, CellKeys>;
 
 /** The options of {@link runMap}. Every field is optional. */
 export interface MapSweepOptions {
@@ -162,17 +163,7 @@ export interface MapBoundary {
 }
 
 /** The model's parameters that every cell shares (the grid sets the rest). */
-export type MapSharedParameters = Omit<
-  MapModelParameters,
-  | 'policy'
-  | 'load'
-  | 'ratePerSecond'
-  | 'triggerKind'
-  | 'triggerSeconds'
-  | 'triggerMagnitude'
-  | 'seed'
-  | 'stormproofServer'
->;
+export type MapSharedParameters = Omit<MapModelParameters, CellKeys>;
 
 /** The outcome of {@link runMap}. */
 export interface MapResult {
