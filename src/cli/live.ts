@@ -4,8 +4,8 @@ import { resolve } from 'node:path';
 import { type LiveLabResult, type LiveRun, runLiveLab } from '../lab/index.js';
 import { type LineChart, type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
 import { type OptionSpec, optionsHelp, parse } from './args.js';
-import { num, table, writeWhole } from './output.js';
-import { ProgressBar, type ProgressMode } from './progress.js';
+import { JSON_OPTION, num, table, writeWhole } from './output.js';
+import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
 
 /** What the live lab needs from the program: output streams and Ctrl-C. */
 export interface LiveIo {
@@ -29,14 +29,8 @@ export const LIVE_OPTIONS: readonly OptionSpec[] = [
     default: 'reports/storm-lab-live.html',
     help: 'where to write the report (.html or .svg)',
   },
-  { flag: 'json', key: 'json', kind: { type: 'flag' }, help: 'print the figures as JSON' },
-  {
-    flag: 'progress',
-    key: 'progress',
-    kind: { type: 'enum', values: ['auto', 'always', 'never'] },
-    default: 'auto',
-    help: 'progress bar on stderr; auto: only on a terminal',
-  },
+  JSON_OPTION,
+  PROGRESS_OPTION,
 ];
 
 const NAMES: Record<string, string> = {

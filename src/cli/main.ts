@@ -12,8 +12,8 @@ import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError, runJobs } from './jobs.js';
 import { liveLab } from './live.js';
 import { mapCommand } from './map.js';
-import { num, table, writeWhole } from './output.js';
-import { ProgressBar, type ProgressMode } from './progress.js';
+import { JSON_OPTION, num, table, writeWhole } from './output.js';
+import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
 import type { Job } from './runners.js';
 import {
   SCENARIOS,
@@ -31,16 +31,7 @@ const FAILED = 1;
 const USAGE = 2;
 const INTERRUPTED = 130;
 
-const COMMON: readonly OptionSpec[] = [
-  { flag: 'json', key: 'json', kind: { type: 'flag' }, help: 'print the figures as JSON' },
-  {
-    flag: 'progress',
-    key: 'progress',
-    kind: { type: 'enum', values: ['auto', 'always', 'never'] },
-    default: 'auto',
-    help: 'progress bar on stderr; auto: only on a terminal',
-  },
-];
+const COMMON: readonly OptionSpec[] = [JSON_OPTION, PROGRESS_OPTION];
 const PLOT: OptionSpec = {
   flag: 'plot',
   key: 'plot',

@@ -34,7 +34,7 @@ import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError } from './jobs.js';
 import type { MapTask, MapWorkerData, MapWorkerMessage } from './map-worker.js';
 import { writeWhole } from './output.js';
-import { ProgressBar, type ProgressMode } from './progress.js';
+import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
 
 /** What the command needs from the program: output streams and Ctrl-C. */
 export interface MapIo {
@@ -138,13 +138,7 @@ export const MAP_OPTIONS: readonly OptionSpec[] = [
     help: 'worker threads',
     defaultHelp: 'the cores available',
   },
-  {
-    flag: 'progress',
-    key: 'progress',
-    kind: { type: 'enum', values: ['auto', 'always', 'never'] },
-    default: 'auto',
-    help: 'progress bar on stderr; auto: only on a terminal',
-  },
+  PROGRESS_OPTION,
 ];
 
 /** The sweep's own options, which a scenario does not take. */

@@ -2,6 +2,15 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { formatValue } from '../sim/plot.js';
+import type { OptionSpec } from './args.js';
+
+/** The `--json` option of the commands that print figures. */
+export const JSON_OPTION: OptionSpec = {
+  flag: 'json',
+  key: 'json',
+  kind: { type: 'flag' },
+  help: 'print the figures as JSON',
+};
 
 /** Rows as aligned columns: the first left-aligned, the others right-aligned. */
 export function table(rows: readonly (readonly string[])[], indent = '  '): string {

@@ -1,5 +1,15 @@
 // A one-line progress bar on stderr. Drawn only on a terminal (or when asked for), redrawn only
 // when the whole percent changes, and wiped before anything else is printed.
+import type { OptionSpec } from './args.js';
+
+/** The `--progress` option every long-running command takes. */
+export const PROGRESS_OPTION: OptionSpec = {
+  flag: 'progress',
+  key: 'progress',
+  kind: { type: 'enum', values: ['auto', 'always', 'never'] },
+  default: 'auto',
+  help: 'progress bar on stderr; auto: only on a terminal',
+};
 
 /** Where the bar is drawn: process.stderr, or a stand-in in tests. */
 export interface ProgressStream {

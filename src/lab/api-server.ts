@@ -6,10 +6,9 @@
 // every query then fails after `dbFailMs`. Service times are timers, so the lab measures the
 // retries, not the machine's CPU; the real work per request is small (one JSON answer).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { LiveParameters } from './params.js';
 import { PerSecond } from './series.js';
-import { closeServer, Sockets } from './sockets.js';
+import { closeServer, listenOnLoopback, Sockets } from './sockets.js';
 import { epochMs, TimerSet } from './timers.js';
 
 /** What the API server counted, per second of the run. */
@@ -130,16 +129,9 @@ export async function startApiServer(
     void handle(req, res);
   });
   const sockets = new Sockets();
-  server.on('connection', sockets.add);
-  // A client that hangs up resets its socket: not an error of the server.
-  server.on('clientError', (_error, socket) => socket.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const url = await listenOnLoopback(server, sockets);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     counts: {
       calls: calls.counts,
       rejected: rejected.counts,

@@ -11,10 +11,9 @@ import {
   type Server,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { NodeMiddleware } from '../server/index.js';
 import { PerSecond } from './series.js';
-import { closeServer, Sockets } from './sockets.js';
+import { closeServer, listenOnLoopback, Sockets } from './sockets.js';
 import { epochMs } from './timers.js';
 
 /** What the gateway counted, per second of the run. */
@@ -128,15 +127,9 @@ export async function startGateway(
       void forward(req, res);
     });
   });
-  server.on('connection', sockets.add);
-  server.on('clientError', (_error, socket) => socket.destroy());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const url = await listenOnLoopback(server, sockets);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url,
     counts: { shed: shed.counts, wasted: wasted.counts },
     close: async () => {
       agent.destroy();

@@ -1,7 +1,7 @@
 // Closing for real: every socket a lab part accepted or opened is tracked, and closing waits
 // until each one has closed, so nothing of a run is left when the next starts.
 import type { Server } from 'node:http';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 /** Sockets a lab part opened or accepted, so that closing it waits until each one is closed. */
 export class Sockets {
@@ -29,4 +29,18 @@ export async function closeServer(server: Server, sockets: Sockets): Promise<voi
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   await sockets.destroyAll();
   await closed;
+}
+
+/**
+ * Starts `server` on 127.0.0.1 at a free port, its accepted sockets tracked in `sockets`;
+ * resolves with its base URL. A client that hangs up resets its socket: not an error of the server.
+ */
+export async function listenOnLoopback(server: Server, sockets: Sockets): Promise<string> {
+  server.on('connection', sockets.add);
+  server.on('clientError', (_error, socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }

@@ -653,12 +653,25 @@ export function renderReportSvg(report: Report, options?: ChartSizeOptions): str
     });
     y += Math.ceil(charts.length / perRow) * height + 8;
   }
-  const totalHeight = Math.max(y, 60);
+  return svgPage(report.title, totalWidth, y, parts);
+}
+
+/**
+ * A report's one SVG picture: a white page `width` wide, its title on top, then `parts` (drawn
+ * from y = 44 down to `contentBottom`).
+ */
+export function svgPage(
+  title: string,
+  width: number,
+  contentBottom: number,
+  parts: readonly string[],
+): string {
+  const height = Math.max(contentBottom, 60);
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${totalWidth} ${totalHeight}" width="${totalWidth}" height="${totalHeight}" role="img" ${FONT}>`,
-    `<title>${escapeXml(report.title)}</title>`,
-    `<rect width="${totalWidth}" height="${totalHeight}" fill="#ffffff"/>`,
-    `<text x="16" y="30" font-size="19" font-weight="700" fill="#111827">${escapeXml(report.title)}</text>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" ${FONT}>`,
+    `<title>${escapeXml(title)}</title>`,
+    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
+    `<text x="16" y="30" font-size="19" font-weight="700" fill="#111827">${escapeXml(title)}</text>`,
     ...parts,
     '</svg>',
     '',

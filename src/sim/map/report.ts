@@ -1,6 +1,6 @@
 // The map drawn: heatmaps (SVG, in the storm lab report's style, through src/sim/plot.ts), a
 // text map for the terminal, and the report pages for a sweep and for a scenario.
-import { escapeXml, FONT, formatValue, type Report, type ReportSection } from '../plot.js';
+import { escapeXml, FONT, formatValue, type Report, type ReportSection, svgPage } from '../plot.js';
 import type { MapClass } from './classify.js';
 import { POLICY_SUMMARY } from './policies.js';
 import { type MapScenarioResult, WEATHER_CONNECTIONS, WEATHER_FAULT_SECONDS } from './scenarios.js';
@@ -324,16 +324,7 @@ export function figuresSvg(report: Report): string {
     });
     y += Math.ceil(figures.length / columns) * H + 8;
   }
-  const height = Math.max(y, 60);
-  return [
-    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" ${FONT}>`,
-    `<title>${escapeXml(report.title)}</title>`,
-    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-    `<text x="16" y="30" font-size="19" font-weight="700" fill="#111827">${escapeXml(report.title)}</text>`,
-    ...parts,
-    '</svg>',
-    '',
-  ].join('');
+  return svgPage(report.title, width, y, parts);
 }
 
 /** A sweep as one SVG picture of every heatmap. */
