@@ -2,9 +2,9 @@
 // text map for the terminal, and the report pages for a sweep and for a scenario.
 import { escapeXml, FONT, formatValue, type Report, type ReportSection, svgPage } from '../plot.js';
 import type { MapClass } from './classify.js';
-import { POLICY_SUMMARY } from './policies.js';
+import { type MapPolicy, POLICY_SUMMARY } from './policies.js';
 import { type MapScenarioResult, WEATHER_CONNECTIONS, WEATHER_FAULT_SECONDS } from './scenarios.js';
-import type { MapBoundary, MapCell, MapResult } from './sweep.js';
+import type { MapCell, MapResult } from './sweep.js';
 import type { TriggerKind } from './trigger.js';
 
 /** The colour of each class. */
@@ -153,7 +153,20 @@ function blocks(result: MapResult): { kind: TriggerKind; server: boolean; cells:
   return out;
 }
 
-function boundaryText(b: MapBoundary | undefined): string {
+/** The boundary of `policy` at `load` in `block`, as `a/b` (stable up to a s, metastable from b s). */
+function boundaryText(
+  result: MapResult,
+  block: { kind: TriggerKind; server: boolean },
+  policy: MapPolicy,
+  load: number,
+): string {
+  const b = result.boundaries.find(
+    (x) =>
+      x.policy === policy &&
+      x.load === load &&
+      x.triggerKind === block.kind &&
+      x.stormproofServer === block.server,
+  );
   if (b === undefined) return '';
   const up = b.stableUpToSeconds === null ? '-' : `${b.stableUpToSeconds}`;
   const from = b.metastableFromSeconds === null ? '-' : `${b.metastableFromSeconds}`;
@@ -197,17 +210,7 @@ export function mapText(result: MapResult): string {
           })
           .join('');
         row += marks.padEnd(Math.max(width, policy.length) + 2);
-        bounds.push(
-          boundaryText(
-            result.boundaries.find(
-              (b) =>
-                b.policy === policy &&
-                b.load === load &&
-                b.triggerKind === block.kind &&
-                b.stormproofServer === block.server,
-            ),
-          ),
-        );
+        bounds.push(boundaryText(result, block, policy, load));
       }
       lines.push(`${row}  ${bounds.join(' ')}`);
     }
@@ -227,17 +230,7 @@ export function mapReport(result: MapResult, footer?: string): Report {
       head: ['load', ...grid.policies.map((p) => `${p}: stable up to / metastable from (s)`)],
       rows: grid.loads.map((load) => [
         String(load),
-        ...grid.policies.map((policy) =>
-          boundaryText(
-            result.boundaries.find(
-              (b) =>
-                b.policy === policy &&
-                b.load === load &&
-                b.triggerKind === block.kind &&
-                b.stormproofServer === block.server,
-            ),
-          ),
-        ),
+        ...grid.policies.map((policy) => boundaryText(result, block, policy, load)),
       ]),
     },
     figures: grid.policies.map((policy) =>
