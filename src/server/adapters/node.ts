@@ -47,6 +47,17 @@ function markDoNotRetry(res: ServerResponse): void {
 }
 
 /**
+ * A queued request's caller: gone once its socket is. A class, because V8 builds an object
+ * literal with a getter through a slow runtime path, about half a microsecond per request.
+ */
+class SocketCaller {
+  constructor(private readonly req: IncomingMessage) {}
+  get aborted(): boolean {
+    return this.req.socket.destroyed;
+  }
+}
+
+/**
  * Sheds load in front of a node:http, Express or Connect app. A rejection is answered from the
  * headers alone, before any body is read; a rejected request with a body gets
  * `connection: close`, so Node closes the socket instead of reading the body.
@@ -61,12 +72,7 @@ function markDoNotRetry(res: ServerResponse): void {
 export function nodeMiddleware(options?: Shedder | ShedderOptions): NodeMiddleware {
   const shedder = shedderOf(options);
   const middleware = (req: IncomingMessage, res: ServerResponse, next: (error?: Error) => void) => {
-    const caller = {
-      get aborted() {
-        return req.socket.destroyed;
-      },
-    };
-    const pending = shedder.admit(nodeHeaderReader(req), caller);
+    const pending = shedder.admit(nodeHeaderReader(req), new SocketCaller(req));
     if (pending instanceof Promise) pending.then((admission) => proceed(admission, req, res, next));
     else proceed(pending, req, res, next);
   };
