@@ -1,8 +1,9 @@
 // The server under test for the server benchmark, in its own process: Fastify with one kind of
 // protection in front of a handler whose capacity is known. Prints its port; exits with stdin.
 //
-// `/work`: 0.2 ms of CPU, then one of POOL "database connections" for HOLD_MS (a FIFO wait
-// when all are busy, as a connection pool does): capacity POOL / HOLD_MS = 400 requests/s.
+// `node server-target.mjs <protection> <pool> <holdMs>`. `/work`: 0.2 ms of CPU, then one of
+// `pool` "database connections" for `holdMs` (a FIFO wait when all are busy, as a connection
+// pool does): capacity pool / holdMs.
 // `/fast`: answers at once (for the overhead at low load). `/timings`: where each admitted
 // `/work` request's time went on the server since the last call (then forgotten).
 import underPressure from '@fastify/under-pressure';
@@ -10,10 +11,9 @@ import Fastify from 'fastify';
 import overloadProtection from 'overload-protection';
 import { nodeMiddleware } from '../dist/server/index.js';
 
-export const POOL = 4;
-export const HOLD_MS = 10;
-
 const protection = process.argv[2] ?? 'none';
+const POOL = Number(process.argv[3] ?? 4);
+const HOLD_MS = Number(process.argv[4] ?? 10);
 const app = Fastify();
 
 // Arrival: the first hook, once the headers are parsed; admission: when the protection lets

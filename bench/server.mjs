@@ -1,14 +1,23 @@
 // stormproof/server against @fastify/under-pressure, overload-protection and no protection, on
-// a loopback server in its own process (bench/server-target.mjs, capacity 400 requests/s).
-// Open-loop load at 2x and 5x that capacity; clients give up after 1 s. Only 127.0.0.1; every
-// run bounded in count and time.
+// a loopback server in its own process (bench/server-target.mjs), in front of two backends of
+// the same capacity (400 requests/s). Open-loop load at 2x and 5x that capacity; clients give
+// up after 1 s. Only 127.0.0.1; every run bounded in count and time.
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 
-const CAPACITY = 400; // POOL / HOLD_MS in server-target.mjs
+const CAPACITY = 400; // pool / holdMs of each backend
+/**
+ * Two backends of the same capacity: one that serves fewer requests at once than Gradient2's
+ * floor of 20 (4 connections of 10 ms, narrow), and one that serves exactly as many (20 of
+ * 50 ms, as wide as the floor).
+ */
+export const BACKENDS = [
+  { name: 'narrow', pool: 4, holdMs: 10 },
+  { name: 'wide', pool: 20, holdMs: 50 },
+];
 const CLIENT_TIMEOUT_MS = 1000;
 export const PROTECTIONS = [
   'none',
@@ -18,10 +27,16 @@ export const PROTECTIONS = [
   'overload-protection',
 ];
 
-function startServer(protection) {
+function startServer(protection, { pool, holdMs } = BACKENDS[0]) {
   const child = spawn(
     process.execPath,
-    ['--expose-gc', new URL('./server-target.mjs', import.meta.url).pathname, protection],
+    [
+      '--expose-gc',
+      new URL('./server-target.mjs', import.meta.url).pathname,
+      protection,
+      String(pool),
+      String(holdMs),
+    ],
     { stdio: ['pipe', 'pipe', 'inherit'] },
   );
   return new Promise((resolve, reject) => {
@@ -173,21 +188,25 @@ export async function measureServer({
   rounds = 7,
   memoryRequests = 100_000,
 } = {}) {
-  const rows = {};
-  for (const protection of PROTECTIONS) {
-    const { url, stop } = await startServer(protection);
-    try {
-      await openLoop(`${url}/work`, CAPACITY / 2, Math.min(ms, 500)); // warm-up
-      const unloaded = summarize(await openLoop(`${url}/work`, CAPACITY / 2, ms));
-      const x2 = summarize(await openLoop(`${url}/work`, CAPACITY * 2, ms));
-      await delay(1500); // let the server drain before the next load
-      await timingsOf(url); // forget the earlier loads' timings
-      const x5 = summarize(await openLoop(`${url}/work`, CAPACITY * 5, ms));
-      const split = splitOf(await timingsOf(url));
-      rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, split, seconds: ms / 1000 };
-    } finally {
-      await stop();
+  const backends = {};
+  for (const backend of BACKENDS) {
+    const rows = {};
+    for (const protection of PROTECTIONS) {
+      const { url, stop } = await startServer(protection, backend);
+      try {
+        await openLoop(`${url}/work`, CAPACITY / 2, Math.min(ms, 500)); // warm-up
+        const unloaded = summarize(await openLoop(`${url}/work`, CAPACITY / 2, ms));
+        const x2 = summarize(await openLoop(`${url}/work`, CAPACITY * 2, ms));
+        await delay(1500); // let the server drain before the next load
+        await timingsOf(url); // forget the earlier loads' timings
+        const x5 = summarize(await openLoop(`${url}/work`, CAPACITY * 5, ms));
+        const split = splitOf(await timingsOf(url));
+        rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, split };
+      } finally {
+        await stop();
+      }
     }
+    backends[backend.name] = rows;
   }
   // Overhead at low load: the bare server and stormproof's, up at once, in interleaved rounds.
   const servers = { none: await startServer('none'), stormproof: await startServer('stormproof') };
@@ -200,19 +219,17 @@ export async function measureServer({
       }
     }
     const median = (xs) => quantile(xs, 0.5);
-    rows.none.fast = median(rates.none);
-    rows.stormproof.fast = median(rates.stormproof);
+    const fast = { none: median(rates.none), stormproof: median(rates.stormproof) };
     // Memory: the heap after a warm-up tenth, then after all of `memoryRequests` more.
     const { url } = servers.stormproof;
     await sendMany(`${url}/fast`, memoryRequests / 10);
     const before = await heapOf(url);
     await sendMany(`${url}/fast`, memoryRequests);
-    rows.stormproof.heapGrowth = (await heapOf(url)) - before;
-    rows.stormproof.memoryRequests = memoryRequests;
+    const heapGrowth = (await heapOf(url)) - before;
+    return { backends, fast, heapGrowth, memoryRequests, seconds: ms / 1000 };
   } finally {
     await Promise.all(Object.values(servers).map((s) => s.stop()));
   }
-  return rows;
 }
 
 /** The passes (objects of one shape) as one: each number the median of its values over them. */
@@ -246,55 +263,75 @@ export async function measureServerRuns({ runs = 3, ...options } = {}) {
 const pct = (x) => (Number.isFinite(x) ? `${(x * 100).toFixed(0)}%` : 'n/a');
 const msOf = (x) => (Number.isFinite(x) ? `${x.toFixed(1)} ms` : 'n/a');
 
-/** The "Server under overload" section of docs/benchmarks.md, in markdown. */
-export function serverSection(rows) {
-  const bareP99 = rows.none.unloadedP99;
+/** One backend's two tables: the protections at 2x and 5x, and where the time goes at 5x. */
+function backendTables(rows) {
   const lines = [
     '| protection | goodput 2x | goodput 5x | admitted p99 2x | admitted p99 5x | rejection p50 / p99 (5x) | gave up 5x |',
     '|---|---|---|---|---|---|---|',
   ];
-  for (const name of PROTECTIONS) {
-    const r = rows[name];
-    lines.push(
-      `| ${name} | ${pct(r.x2.goodput)} | ${pct(r.x5.goodput)} | ${msOf(r.x2.admittedP99)} | ${msOf(r.x5.admittedP99)} | ${msOf(r.x5.rejectP50)} / ${msOf(r.x5.rejectP99)} | ${pct(r.x5.gaveUp)} |`,
-    );
-  }
   const splitLines = [
     '| protection | queue wait p50 / p99 | pool wait p50 / p99 | arrival to end p50 / p99 | admitted p99, client view | load generator loop delay p99 |',
     '|---|---|---|---|---|---|',
   ];
   for (const name of PROTECTIONS) {
-    const { split, x5 } = rows[name];
+    const { x2, x5, split } = rows[name];
+    lines.push(
+      `| ${name} | ${pct(x2.goodput)} | ${pct(x5.goodput)} | ${msOf(x2.admittedP99)} | ${msOf(x5.admittedP99)} | ${msOf(x5.rejectP50)} / ${msOf(x5.rejectP99)} | ${pct(x5.gaveUp)} |`,
+    );
     splitLines.push(
       `| ${name} | ${msOf(split.queueP50)} / ${msOf(split.queueP99)} | ${msOf(split.poolP50)} / ${msOf(split.poolP99)} | ${msOf(split.serverP50)} / ${msOf(split.serverP99)} | ${msOf(x5.admittedP99)} | ${msOf(x5.loopP99)} |`,
     );
   }
-  const s = rows.stormproof;
-  const share = s.fast / rows.none.fast;
-  const worstP99 = Math.max(s.x2.admittedP99, s.x5.admittedP99);
+  return { overload: lines.join('\n'), split: splitLines.join('\n') };
+}
+
+const passesText = (n) =>
+  n === 1 ? 'One pass' : `${n} passes, one after another, each figure the median over them`;
+
+const backendName = ({ name, pool, holdMs }) => `${name} (${pool} x ${holdMs} ms)`;
+
+/** The "Server under overload" section of docs/benchmarks.md, in markdown. */
+export function serverSection(result) {
   const met = (ok) => (ok ? 'yes' : 'no');
   const targets = [
-    '| target (stormproof/server, defaults) | measured | met? |',
-    '|---|---|---|',
-    `| goodput at 2x and 5x at least 90% of capacity | ${pct(s.x2.goodput)}, ${pct(s.x5.goodput)} | ${met(s.x2.goodput >= 0.9 && s.x5.goodput >= 0.9)} |`,
-    `| admitted p99 at most 2x the bare server's unloaded p99 (${msOf(bareP99)}) | ${msOf(worstP99)} | ${met(worstP99 <= 2 * bareP99)} |`,
-    `| throughput at low load at least 95% of the bare server's | ${pct(share)} (${s.fast.toFixed(0)} vs ${rows.none.fast.toFixed(0)} requests/s) | ${met(share >= 0.95)} |`,
-    `| heap flat over ${s.memoryRequests} requests (growth under 1 MB after a full GC) | ${(s.heapGrowth / 1024).toFixed(0)} KB | ${met(s.heapGrowth < 1 << 20)} |`,
+    '| target (stormproof/server, defaults) | backend | measured | met? |',
+    '|---|---|---|---|',
   ];
+  for (const backend of BACKENDS) {
+    const rows = result.backends[backend.name];
+    const s = rows.stormproof;
+    const bareP99 = rows.none.unloadedP99;
+    const worstP99 = Math.max(s.x2.admittedP99, s.x5.admittedP99);
+    targets.push(
+      `| goodput at 2x and 5x at least 90% of capacity | ${backendName(backend)} | ${pct(s.x2.goodput)}, ${pct(s.x5.goodput)} | ${met(s.x2.goodput >= 0.9 && s.x5.goodput >= 0.9)} |`,
+      `| admitted p99 at 2x and 5x at most 2x the bare server's unloaded p99 (${msOf(bareP99)}) | ${backendName(backend)} | ${msOf(worstP99)} | ${met(worstP99 <= 2 * bareP99)} |`,
+    );
+  }
+  const share = result.fast.stormproof / result.fast.none;
+  targets.push(
+    `| throughput at low load at least 95% of the bare server's | any | ${pct(share)} (${result.fast.stormproof.toFixed(0)} vs ${result.fast.none.toFixed(0)} requests/s) | ${met(share >= 0.95)} |`,
+    `| heap flat over ${result.memoryRequests} requests (growth under 1 MB after a full GC) | any | ${(result.heapGrowth / 1024).toFixed(0)} KB | ${met(result.heapGrowth < 1 << 20)} |`,
+  );
+  const perBackend = BACKENDS.map((backend) => {
+    const { overload, split } = backendTables(result.backends[backend.name]);
+    return `### ${backend.name[0].toUpperCase()}${backend.name.slice(1)} backend: ${backend.pool} connections of ${backend.holdMs} ms
+
+${overload}
+
+Where an admitted request's time goes at 5x:
+
+${split}`;
+  });
   return `## Server under overload
 
-\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) whose handler spends 0.2 ms of CPU and then holds one of 4 "database connections" for 10 ms, so its capacity is 400 requests/s; one protection in front of it. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${rows.none.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit: 4\`, the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine: rejection times include its own queueing. ${rows.passes ?? 1} passes, one after another, each figure the median over them; one-minute load average before each pass: ${(rows.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
+\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) with one protection in front of a handler that spends 0.2 ms of CPU and then holds one of *pool* "database connections" for *hold* ms, so its capacity is pool / hold. Two backends of the same capacity, 400 requests/s: ${BACKENDS.map(backendName).join(' and ')}. The narrow one serves fewer requests at once than the adaptive limit's floor (Gradient2's \`min\`, 20); the wide one exactly as many. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${result.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit\` to the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine. ${passesText(result.passes ?? 1)}; one-minute load average before each pass: ${(result.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
 
 ${targets.join('\n')}
 
-${lines.join('\n')}
+The server target records, for each admitted \`/work\` request, its wait in the protection's queue (from Fastify's first \`onRequest\` hook, once the headers are parsed, to admission), its wait for a "database connection" inside the handler, and its time from arrival to the handler's end. What the client sees beyond *arrival to end* is the loopback, the server's HTTP parsing and answer, and the load generator's own event loop (both processes share the 2 cores; a loop that runs late reads every answer late). At 5x most rejections are requests that waited the queue's 10 ms (twice CoDel's target) and were dropped: that is the rejection p50.
 
-### Where an admitted request's time goes at 5x
+${perBackend.join('\n\n')}
 
-The target server records, for each admitted \`/work\` request, its wait in the protection's queue (from Fastify's first \`onRequest\` hook, once the headers are parsed, to admission), its wait for one of the 4 "database connections" inside the handler, and its time from arrival to the handler's end; medians and p99 over the 5x run, next to the client's view. What the client sees beyond *arrival to end* is the loopback, the server's HTTP parsing and answer, and the load generator's own event loop (both processes share the 2 cores): its delay is the last column (a loop that runs late reads every answer late).
-
-${splitLines.join('\n')}
-
-Reading it: with every default the limit (Gradient2, never below its \`min\` of 20) admits about 20 requests at once where the handler's pool serves 4, so each admitted request waits for a connection inside the handler (*pool wait*), where the shedder's CoDel timeouts and LIFO do not reach; with \`limit: 4\` the wait moves into the shedder's queue, which keeps it short ([docs/server.md](server.md#admission-a-concurrency-limit-and-a-short-queue)).
+Reading it: an adaptive limit holds a few requests more than the backend serves at once; that is how it finds out whether more would go faster. Gradient2 also never goes below its \`min\` of 20. On the narrow backend the default limit therefore admits about 20 requests where 4 are served, and each admitted request waits for a connection inside the handler (*pool wait*), where the shedder's CoDel timeouts and LIFO do not reach; \`limit: 4\` moves the wait into the shedder's queue, which keeps it short. On the wide backend the default fits ([docs/server.md](server.md#admission-a-concurrency-limit-and-a-short-queue)).
 `;
 }
