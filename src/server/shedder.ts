@@ -298,11 +298,13 @@ export interface ShedderHooks {
 export interface ShedderOptions extends ShedderHooks {
   /**
    * The concurrency limit: a number (fixed) or an adaptive one, `{ kind: 'gradient2' }` or
-   * `{ kind: 'aimd' }` with their own options.
+   * `{ kind: 'aimd' }` with their own options. The adaptive limits never go below 20: when what
+   * the handler waits on serves fewer at once (a database pool of 10), set this to that number,
+   * or requests wait inside the handler, out of the queue's reach.
    * @default { kind: 'gradient2' } (initial 20, min 20, max 200, smoothing 0.2, tolerance 1.5)
    * @example
    * ```ts
-   * limit: 64
+   * limit: 10 // behind a database pool of 10 connections
    * ```
    */
   limit?: LimitOption | undefined;

@@ -1,9 +1,11 @@
 // The checks every runtime runs, with nothing but the web platform: the built core and
-// stormproof/fetch against the loopback server of run.mjs. No `node:` import, so the same module
+// stormproof/fetch against the loopback server of run.mjs, and stormproof/server's web
+// middleware on the runtime's own Request and Response. No `node:` import, so the same module
 // runs in Node, Deno, Bun and workerd. Each check returns what it saw; run.mjs judges it.
 
 import { createFetch, getRetryReport } from '../../dist/fetch/index.js';
 import { createRetryPolicy } from '../../dist/index.js';
+import { webMiddleware } from '../../dist/server/index.js';
 
 /** What a failed call says about itself. */
 function describeFailure(error) {
@@ -81,5 +83,55 @@ export async function runChecks({ base, refused, runtime }) {
   } catch (error) {
     results.stall = { ...describeFailure(error), elapsedMs: performance.now() - started };
   }
+
+  results.server = await checkServer();
   return results;
+}
+
+/**
+ * stormproof/server's web middleware with room for one request and no queue: a held request
+ * takes the place, a POST arriving meanwhile is told to come back later (its body cancelled,
+ * unread), and once the first is answered the next one gets in.
+ */
+async function checkServer() {
+  const shed = webMiddleware({ limit: 1, queue: false, ramp: false });
+  let release;
+  const held = new Promise((resolve) => {
+    release = resolve;
+  });
+  const first = shed(new Request('http://app.test/first'), async () => {
+    await held;
+    return new Response('first');
+  });
+  let bodyCancelled = false;
+  const body = new ReadableStream({
+    pull(controller) {
+      controller.enqueue(new TextEncoder().encode('payload'));
+    },
+    cancel() {
+      bodyCancelled = true;
+    },
+  });
+  const busy = await shed(
+    new Request('http://app.test/busy', { method: 'POST', body, duplex: 'half' }),
+    async () => new Response('should not run'),
+  );
+  const waitMs = Number(busy.headers.get('retry-after-ms'));
+  release();
+  const firstAnswer = await first;
+  const after = await shed(new Request('http://app.test/after'), async () => new Response('after'));
+  return {
+    busy: {
+      status: busy.status,
+      // Spread over the default 1 to 5 s; Retry-After is the same wait in whole seconds, up.
+      waitInWindow: waitMs >= 1000 && waitMs <= 5000,
+      retryAfterMatches: busy.headers.get('retry-after') === String(Math.ceil(waitMs / 1000)),
+      spreadHeader: busy.headers.get('stormproof-pushback-ms') === String(waitMs),
+      body: await busy.text(),
+      bodyCancelled,
+    },
+    first: `${firstAnswer.status} ${await firstAnswer.text()}`,
+    after: `${after.status} ${await after.text()}`,
+    shed: shed.shedder.stats().shed.limit,
+  };
 }

@@ -1,7 +1,8 @@
 // Runs stormproof in every runtime it claims besides the Node that runs the suite: Node 22 and
 // 24, Deno, Bun (each a binary from the npm registry, pinned in this folder's package.json) and
-// workerd (through miniflare). Each runs checks.mjs, the built core and stormproof/fetch, against
-// the loopback server below; Node 22, Node 24, Deno and Bun also run the CLI. A runtime that is
+// workerd (through miniflare). Each runs checks.mjs: the built core and stormproof/fetch against
+// the loopback server below, and stormproof/server's web middleware on its own Request and
+// Response; Node 22, Node 24, Deno and Bun also run the CLI. A runtime that is
 // missing or fails is a failure: nothing is skipped. Run by .ci/run after `npm ci --prefix
 // test/runtimes`; by hand: `npm run build && npm ci --prefix test/runtimes && node test/runtimes/run.mjs`.
 import { execFile } from 'node:child_process';
@@ -68,6 +69,19 @@ function judge(results) {
     attempts: 3,
     kinds: ['network', 'network'],
   });
+  expect('server: web middleware, limit 1, no queue', results.server, {
+    busy: {
+      status: 503,
+      waitInWindow: true,
+      retryAfterMatches: true,
+      spreadHeader: true,
+      body: '',
+      bodyCancelled: true,
+    },
+    first: '200 first',
+    after: '200 after',
+    shed: 1,
+  });
   const stall = results.stall ?? {};
   // The deadline ends it. The engine (src/core/step.ts) names a timer that fired a little late
   // 'retry-after-beyond-deadline' although no Retry-After was sent: both mean the deadline.
@@ -133,10 +147,10 @@ async function checkCli({ name, command }) {
 
 const jobs = [
   ...RUNTIMES.map((runtime) => [
-    `${runtime.name}: core and stormproof/fetch`,
+    `${runtime.name}: core, stormproof/fetch and stormproof/server`,
     () => checkScriptRuntime(runtime),
   ]),
-  ['workerd (miniflare): core and stormproof/fetch', checkWorkerd],
+  ['workerd (miniflare): core, stormproof/fetch and stormproof/server', checkWorkerd],
   ...RUNTIMES.map((runtime) => [`${runtime.name}: CLI`, () => checkCli(runtime)]),
 ];
 let failed = 0;
