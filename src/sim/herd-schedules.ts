@@ -7,7 +7,7 @@
 import type { RandomSource } from '../core/clock.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { type HerdResult, roundLikePython, slotOf } from './herd.js';
-import { NumberHeap } from './number-heap.js';
+import { ascending, MinHeap } from './min-heap.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
 /**
@@ -156,7 +156,7 @@ const SCHEDULE_KEYS = ['maxRetries', 'waitSeconds', 'deadlineSeconds'] as const;
 /** Pending client ids grouped by slot, with a binary min-heap of the slots that have any. */
 class Slots {
   readonly #buckets = new Map<number, number[]>();
-  readonly #heap = new NumberHeap();
+  readonly #heap = new MinHeap(ascending);
 
   get isEmpty(): boolean {
     return this.#heap.size === 0;

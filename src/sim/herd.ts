@@ -6,7 +6,7 @@
 // which makes a million clients take seconds instead of hours.
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { createPushback } from '../server/pushback.js';
-import { NumberHeap } from './number-heap.js';
+import { ascending, MinHeap } from './min-heap.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
 /** How a failed client's wait is drawn from its backoff ceiling in the herd model. */
@@ -196,7 +196,7 @@ interface Bucket {
  */
 class SlotQueue {
   readonly #buckets = new Map<number, Bucket>();
-  readonly #heap = new NumberHeap();
+  readonly #heap = new MinHeap(ascending);
   readonly #spare: Bucket[] = [];
 
   get isEmpty(): boolean {
@@ -220,7 +220,7 @@ class SlotQueue {
 
   /** The earliest slot that has calls. Only call when not empty. */
   peekSlot(): number {
-    return this.#heap.peek();
+    return this.#heap.peek()!;
   }
 
   /** Removes the earliest slot's bucket; give it back with `recycle` once read. */

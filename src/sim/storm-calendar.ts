@@ -1,7 +1,7 @@
 // The storm simulator's event calendar: a ring of one bucket per virtual millisecond, so that
 // scheduling and taking an event cost O(1). Events due in the same millisecond run in the order
 // they were scheduled, which (with one seeded generator) makes a run repeatable bit for bit.
-import { type Timed, TimedHeap } from './timed-heap.js';
+import { earliest, MinHeap, type Timed } from './min-heap.js';
 
 /** The events due in one millisecond: parallel arrays of items and integer codes. */
 export interface CalendarBucket<T> {
@@ -32,7 +32,7 @@ export class Calendar<T> {
   readonly #mask: number;
   readonly #horizon: number;
   readonly #buckets: CalendarBucket<T>[];
-  readonly #far = new TimedHeap<FarEvent<T>>();
+  readonly #far = new MinHeap<FarEvent<T>>(earliest);
   #seq = 0;
   #nowMs = 0;
 

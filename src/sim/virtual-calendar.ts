@@ -1,7 +1,7 @@
 // Virtual wall time for many timers at once: a heap of pending sleeps, fired in time order, with
 // the waiting code let run between two instants, so each wakes at exactly its own time.
 import type { Clock } from '../core/clock.js';
-import { type Timed, TimedHeap } from './timed-heap.js';
+import { earliest, MinHeap, type Timed } from './min-heap.js';
 
 interface Sleeper extends Timed {
   readonly wake: () => void;
@@ -15,7 +15,7 @@ const TURNS = 8;
 export class VirtualCalendar implements Clock {
   #t: number;
   #seq = 0;
-  readonly #heap = new TimedHeap<Sleeper>();
+  readonly #heap = new MinHeap<Sleeper>(earliest);
 
   constructor(startMs: number) {
     this.#t = startMs;

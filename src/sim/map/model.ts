@@ -20,8 +20,8 @@ import {
   type ShedderOptions,
   type Ticket,
 } from '../../server/shedder.js';
+import { earliest, MinHeap, type Timed } from '../min-heap.js';
 import { PythonRandom } from '../python-random.js';
-import { type Timed, TimedHeap } from '../timed-heap.js';
 import { nextArrivalMs } from './arrivals.js';
 import { classifyRun, type RunClass } from './classify.js';
 import { type MapSeries, Meter } from './measure.js';
@@ -444,7 +444,7 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
   const p = resolveMapModel(options);
   const random = new PythonRandom(p.seed);
   const draw = () => random.random();
-  const heap = new TimedHeap<Event>();
+  const heap = new MinHeap<Event>(earliest);
   let seq = 0;
   let now = 0;
   const at = (t: number, kind: number, subject: unknown) =>
