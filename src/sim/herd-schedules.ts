@@ -6,7 +6,7 @@
 // again, or give up. Configured like the storm story's full jitter, it prints the storm story's figures.
 import type { RandomSource } from '../core/clock.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import { type HerdResult, roundLikePython, slotOf } from './herd.js';
+import { checkHerdService, type HerdResult, roundLikePython, slotOf } from './herd.js';
 import { ascending, MinHeap } from './min-heap.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
@@ -289,13 +289,7 @@ export function runHerdSchedule(options: HerdScheduleOptions): HerdScheduleResul
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KNOWN_KEYS);
   const schedule = checkSchedule(o.schedule);
-  const clients = checkNumber(OWNER, 'clients', o.clients ?? 2000, {
-    min: 0,
-    max: 2 ** 31 - 1,
-    integer: true,
-  });
-  const perSlot = checkNumber(OWNER, 'perSlot', o.perSlot ?? 25, { min: 1, integer: true });
-  const slotMs = checkNumber(OWNER, 'slotMs', o.slotMs ?? 10, { min: 1, integer: true });
+  const { clients, perSlot, slotMs } = checkHerdService(OWNER, o);
   const seed = checkSeed(OWNER, o.seed ?? 7);
 
   const rng = new PythonRandom(seed);
@@ -388,13 +382,7 @@ export function idealHerd(options?: IdealHerdOptions): HerdScheduleResult {
   const owner = 'idealHerd';
   const o = checkOptionsObject(owner, options);
   checkKnownKeys(owner, o, ['clients', 'perSlot', 'slotMs']);
-  const clients = checkNumber(owner, 'clients', o.clients ?? 2000, {
-    min: 0,
-    max: 2 ** 31 - 1,
-    integer: true,
-  });
-  const perSlot = checkNumber(owner, 'perSlot', o.perSlot ?? 25, { min: 1, integer: true });
-  const slotMs = checkNumber(owner, 'slotMs', o.slotMs ?? 10, { min: 1, integer: true });
+  const { clients, perSlot, slotMs } = checkHerdService(owner, o);
   return {
     calls: clients,
     busiestSlot: Math.min(perSlot, Math.max(0, clients - perSlot)),

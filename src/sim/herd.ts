@@ -318,6 +318,21 @@ class BatchSorter {
   }
 }
 
+/** The herd models' common options, checked, with their defaults: 2000 clients, 25 answered per 10 ms slot. */
+export function checkHerdService(
+  owner: string,
+  o: Record<string, unknown>,
+): { clients: number; perSlot: number; slotMs: number } {
+  const clients = checkNumber(owner, 'clients', o.clients ?? 2000, {
+    min: 0,
+    max: 2 ** 31 - 1,
+    integer: true,
+  });
+  const perSlot = checkNumber(owner, 'perSlot', o.perSlot ?? 25, { min: 1, integer: true });
+  const slotMs = checkNumber(owner, 'slotMs', o.slotMs ?? 10, { min: 1, integer: true });
+  return { clients, perSlot, slotMs };
+}
+
 /**
  * The slot in which a client due at `due` seconds next calls, when the wait was drawn in slot
  * `current`: the first slot `k > current` whose test `due < (k * slotMs + slotMs) / 1000` holds,
@@ -388,13 +403,7 @@ function checkCallback<F>(name: string, value: unknown): F | undefined {
 export function runHerd(options?: HerdOptions): HerdResult {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KNOWN_KEYS);
-  const clients = checkNumber(OWNER, 'clients', o.clients ?? 2000, {
-    min: 0,
-    max: 2 ** 31 - 1,
-    integer: true,
-  });
-  const perSlot = checkNumber(OWNER, 'perSlot', o.perSlot ?? 25, { min: 1, integer: true });
-  const slotMs = checkNumber(OWNER, 'slotMs', o.slotMs ?? 10, { min: 1, integer: true });
+  const { clients, perSlot, slotMs } = checkHerdService(OWNER, o);
   const baseMs = checkNumber(OWNER, 'baseMs', o.baseMs ?? 200, { min: 0 });
   const capMs = checkNumber(OWNER, 'capMs', o.capMs ?? 5000, { min: 0 });
   const seed = checkSeed(OWNER, o.seed ?? 7);
