@@ -7,6 +7,7 @@ import {
   isRetry,
   PUSHBACK_HEADER,
   type Rejection,
+  type Shedder,
   type ShedderOptions,
   saysDoNotRetry,
   type Ticket,
@@ -41,6 +42,44 @@ function asTicket(a: Admission | Promise<Admission>): Ticket {
 
 function header(r: Rejection, name: string): string | undefined {
   return r.headers.find(([n]) => n === name)?.[1];
+}
+
+/**
+ * Traffic through one shedder on a manual clock, for the queue's tests: one request runs from
+ * the start; each tick `arrivals` first attempts arrive, 8 ms pass, and the oldest running
+ * request finishes. Records each admitted request's id (in order of arrival), its wait and when
+ * it got in.
+ */
+function traffic(clock: ManualClock, s: Shedder) {
+  const running: Ticket[] = [asTicket(s.admit(first))];
+  const admitted: Array<{ id: number; waited: number; at: number }> = [];
+  let id = 0;
+  const serve = async (ticks: number, arrivals: number) => {
+    for (let t = 0; t < ticks; t++) {
+      for (let k = 0; k < arrivals; k++) {
+        const mine = id++;
+        const at = clock.t;
+        const settle = (a: Admission) => {
+          if (!a.admitted) return;
+          admitted.push({ id: mine, waited: clock.t - at, at: clock.t });
+          running.push(a);
+        };
+        const answer = s.admit(first);
+        if (answer instanceof Promise) answer.then(settle);
+        else settle(answer);
+      }
+      await clock.advance(8);
+      running.shift()?.finish(200);
+      await flush();
+    }
+  };
+  /** Closes the shedder and finishes what still runs. */
+  const stop = async () => {
+    s.close();
+    for (const t of running) t.finish(200);
+    await flush();
+  };
+  return { admitted, serve, stop };
 }
 
 describe('admission with a fixed limit', () => {
@@ -139,26 +178,9 @@ describe('the CoDel queue', () => {
   it('turns overloaded, serves newest first (LIFO) and drops waits past twice the target', async () => {
     const clock = new ManualClock();
     const s = make(clock, { limit: 1, queue: { capacity: 100 } });
-    let running = asTicket(s.admit(first));
-    let next: Ticket | undefined;
-    const admitted: Array<{ id: number; waited: number }> = [];
-    let id = 0;
+    const { admitted, serve, stop } = traffic(clock, s);
     // Two arrive every 8 ms and one leaves: a standing queue.
-    for (let tick = 0; tick < 40; tick++) {
-      for (let k = 0; k < 2; k++) {
-        const mine = id++;
-        const at = clock.t;
-        (s.admit(first) as Promise<Admission>).then((a) => {
-          if (!a.admitted) return;
-          admitted.push({ id: mine, waited: clock.t - at });
-          next = a;
-        });
-      }
-      await clock.advance(8);
-      running.finish(200);
-      await flush();
-      running = next!;
-    }
+    await serve(40, 2);
     expect(s.stats().overloaded).toBe(true);
     const late = admitted.slice(-10);
     // Newest first: each served request is the second (newer) arrival of its tick ...
@@ -166,9 +188,7 @@ describe('the CoDel queue', () => {
     // ... and no one is served after waiting more than 2 x 5 ms.
     expect(Math.max(...late.map((a) => a.waited))).toBeLessThanOrEqual(10);
     expect(s.stats().shed['queue-timeout']).toBeGreaterThan(20);
-    s.close();
-    running.finish(200);
-    await flush();
+    await stop();
     expect(s.stats()).toMatchObject({ inflight: 0, queued: 0 });
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
   });
@@ -183,32 +203,15 @@ describe('the CoDel queue', () => {
     it(`serves newest first as soon as a queue forms, before it is overloaded, on ${name}`, async () => {
       const clock = new ManualClock({ lateMs });
       const s = make(clock, { limit: 1, queue: { capacity: 100 } });
-      let running = asTicket(s.admit(first));
-      const admitted: Array<{ id: number; waited: number }> = [];
-      let id = 0;
+      const { admitted, serve, stop } = traffic(clock, s);
       // Two arrive every 8 ms, one leaves: 11 ticks, 88 ms, less than the 100 ms interval.
-      for (let tick = 0; tick < 11; tick++) {
-        for (let k = 0; k < 2; k++) {
-          const mine = id++;
-          const at = clock.t;
-          (s.admit(first) as Promise<Admission>).then((a) => {
-            if (!a.admitted) return;
-            admitted.push({ id: mine, waited: clock.t - at });
-            running = a;
-          });
-        }
-        await clock.advance(8);
-        running.finish(200);
-        await flush();
-      }
+      await serve(11, 2);
       expect(s.stats().overloaded).toBe(false);
       expect(admitted).toHaveLength(11);
       // From the second tick on, the queue holds a request older than the 5 ms target: the one
       // served is the newest, which waited one tick.
       expect(admitted.slice(1).every((a) => a.waited === 8 && a.id % 2 === 1)).toBe(true);
-      s.close();
-      running.finish(200);
-      await flush();
+      await stop();
       expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
     });
   }
@@ -223,29 +226,7 @@ describe('the CoDel queue', () => {
     it(`stays overloaded (LIFO, short waits) when the queue empties for a moment, on ${name}`, async () => {
       const clock = new ManualClock({ lateMs });
       const s = make(clock, { limit: 1, queue: { capacity: 100 } });
-      const running: Ticket[] = [asTicket(s.admit(first))];
-      const admitted: Array<{ id: number; waited: number; at: number }> = [];
-      let id = 0;
-      // Each tick: `arrivals` requests arrive, 8 ms pass, the oldest running one finishes.
-      const serve = async (ticks: number, arrivals: number) => {
-        for (let t = 0; t < ticks; t++) {
-          for (let k = 0; k < arrivals; k++) {
-            const mine = id++;
-            const at = clock.t;
-            const settle = (a: Admission) => {
-              if (!a.admitted) return;
-              admitted.push({ id: mine, waited: clock.t - at, at: clock.t });
-              running.push(a);
-            };
-            const answer = s.admit(first);
-            if (answer instanceof Promise) answer.then(settle);
-            else settle(answer);
-          }
-          await clock.advance(8);
-          running.shift()?.finish(200);
-          await flush();
-        }
-      };
+      const { admitted, serve, stop } = traffic(clock, s);
       await serve(30, 2);
       expect(s.stats().overloaded).toBe(true);
       // A 24 ms pause in arrivals: the queue is served and swept empty.
@@ -262,9 +243,7 @@ describe('the CoDel queue', () => {
       // The overload ends after a whole interval in which no one waited past the target.
       await serve(14, 0);
       expect(s.stats()).toMatchObject({ queued: 0, overloaded: false });
-      s.close();
-      for (const t of running) t.finish(200);
-      await flush();
+      await stop();
       expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
     });
   }
