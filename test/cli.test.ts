@@ -2,50 +2,16 @@
 // global setup). Every scenario's --json with the storm story's figures, the storm lab and
 // its report, the stack checker, usage errors (exit 2, naming the option), the progress bar and
 // Ctrl-C (exit 130, no stack trace).
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ProgressBar, renderBar } from '../src/cli/progress.js';
+import { runCli as cli, root } from './helpers/cli.js';
 import { CLIENT_LIBRARY_LAYER } from './helpers/fixtures.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const MAIN = join(root, 'dist/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'stormproof-cli-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-interface Ran {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs the program; `onStderr` may act on the running child (to interrupt it). */
-function cli(
-  args: readonly string[],
-  onStderr?: (text: string, child: ReturnType<typeof spawn>) => void,
-): Promise<Ran> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-      onStderr?.(stderr, child);
-    });
-    child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
-}
 
 async function json(args: readonly string[]): Promise<unknown> {
   const r = await cli([...args, '--json']);

@@ -11,17 +11,15 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveReport } from '../src/cli/live.js';
 import type { LiveLabResult } from '../src/lab/index.js';
 import { renderReportHtml } from '../src/sim/plot.js';
+import { MAIN, root } from './helpers/cli.js';
 
 type Lab = typeof import('../src/lab/index.js');
-const root = fileURLToPath(new URL('..', import.meta.url));
 const DIST_LAB = join(root, 'dist/lab/index.js');
-const MAIN = join(root, 'dist/cli/main.js');
 const CHROMIUM = '/usr/bin/chromium';
 const NO_CHROMIUM = `${CHROMIUM} is not installed (Debian: apt-get install chromium): the live report cannot be checked in a browser`;
 const dir = mkdtempSync(join(tmpdir(), 'stormproof-live-'));

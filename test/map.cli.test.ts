@@ -1,40 +1,18 @@
 // `stormproof map` as users run it (node dist/cli/main.js map, built by the suite's global setup):
 // a small sweep in worker threads with --json and its report, a scenario, and usage errors that
 // name the option (exit 2).
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runCli } from './helpers/cli.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
-const MAIN = join(root, 'dist/cli/main.js');
 const dir = mkdtempSync(join(tmpdir(), 'stormproof-map-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-function cli(
-  args: readonly string[],
-  onStderr?: (text: string, child: ReturnType<typeof spawn>) => void,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, 'map', ...args], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-    });
-    child.stderr.setEncoding('utf8').on('data', (d: string) => {
-      stderr += d;
-      onStderr?.(stderr, child);
-    });
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+/** `stormproof map` with these arguments. */
+const cli = (args: readonly string[], onStderr?: Parameters<typeof runCli>[1]) =>
+  runCli(['map', ...args], onStderr);
 
 const SMALL = [
   '--policy',
