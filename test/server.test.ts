@@ -50,7 +50,7 @@ function header(r: Rejection, name: string): string | undefined {
  * request finishes. Records each admitted request's id (in order of arrival), its wait and when
  * it got in.
  */
-function traffic(clock: ManualClock, s: Shedder) {
+function queueTraffic(clock: ManualClock, s: Shedder) {
   const running: Ticket[] = [asTicket(s.admit(first))];
   const admitted: Array<{ id: number; waited: number; at: number }> = [];
   let id = 0;
@@ -178,7 +178,7 @@ describe('the CoDel queue', () => {
   it('turns overloaded, serves newest first (LIFO) and drops waits past twice the target', async () => {
     const clock = new ManualClock();
     const s = make(clock, { limit: 1, queue: { capacity: 100 } });
-    const { admitted, serve, stop } = traffic(clock, s);
+    const { admitted, serve, stop } = queueTraffic(clock, s);
     // Two arrive every 8 ms and one leaves: a standing queue.
     await serve(40, 2);
     expect(s.stats().overloaded).toBe(true);
@@ -203,7 +203,7 @@ describe('the CoDel queue', () => {
     it(`serves newest first as soon as a queue forms, before it is overloaded, on ${name}`, async () => {
       const clock = new ManualClock({ lateMs });
       const s = make(clock, { limit: 1, queue: { capacity: 100 } });
-      const { admitted, serve, stop } = traffic(clock, s);
+      const { admitted, serve, stop } = queueTraffic(clock, s);
       // Two arrive every 8 ms, one leaves: 11 ticks, 88 ms, less than the 100 ms interval.
       await serve(11, 2);
       expect(s.stats().overloaded).toBe(false);
@@ -226,7 +226,7 @@ describe('the CoDel queue', () => {
     it(`stays overloaded (LIFO, short waits) when the queue empties for a moment, on ${name}`, async () => {
       const clock = new ManualClock({ lateMs });
       const s = make(clock, { limit: 1, queue: { capacity: 100 } });
-      const { admitted, serve, stop } = traffic(clock, s);
+      const { admitted, serve, stop } = queueTraffic(clock, s);
       await serve(30, 2);
       expect(s.stats().overloaded).toBe(true);
       // A 24 ms pause in arrivals: the queue is served and swept empty.
