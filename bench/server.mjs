@@ -8,7 +8,6 @@ import os from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 
-const CAPACITY = 400; // pool / holdMs of each backend
 /**
  * Two backends of the same capacity: one that serves fewer requests at once than Gradient2's
  * floor of 20 (4 connections of 10 ms, narrow), and one that serves exactly as many (20 of
@@ -18,6 +17,8 @@ export const BACKENDS = [
   { name: 'narrow', pool: 4, holdMs: 10 },
   { name: 'wide', pool: 20, holdMs: 50 },
 ];
+/** Requests a second a backend serves: its pool, each connection held `holdMs`. */
+const capacityOf = ({ pool, holdMs }) => (pool * 1000) / holdMs;
 const CLIENT_TIMEOUT_MS = 1000;
 export const PROTECTIONS = [
   'none',
@@ -158,11 +159,11 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 
-function summarize({ results, seconds, loopP99 }) {
+function summarize({ results, seconds, loopP99 }, capacity) {
   const ok = results.filter((r) => r.status === 200 && r.ms <= CLIENT_TIMEOUT_MS);
   const rejected = results.filter((r) => r.status === 503 || r.status === 429);
   return {
-    goodput: ok.length / seconds / CAPACITY,
+    goodput: ok.length / seconds / capacity,
     admittedP99: quantile(
       ok.map((r) => r.ms),
       0.99,
@@ -191,15 +192,18 @@ export async function measureServer({
   const backends = {};
   for (const backend of BACKENDS) {
     const rows = {};
+    const capacity = capacityOf(backend);
+    const at = async (url, times) =>
+      summarize(await openLoop(`${url}/work`, capacity * times, ms), capacity);
     for (const protection of PROTECTIONS) {
       const { url, stop } = await startServer(protection, backend);
       try {
-        await openLoop(`${url}/work`, CAPACITY / 2, Math.min(ms, 500)); // warm-up
-        const unloaded = summarize(await openLoop(`${url}/work`, CAPACITY / 2, ms));
-        const x2 = summarize(await openLoop(`${url}/work`, CAPACITY * 2, ms));
+        await openLoop(`${url}/work`, capacity / 2, Math.min(ms, 500)); // warm-up
+        const unloaded = await at(url, 0.5);
+        const x2 = await at(url, 2);
         await delay(1500); // let the server drain before the next load
         await timingsOf(url); // forget the earlier loads' timings
-        const x5 = summarize(await openLoop(`${url}/work`, CAPACITY * 5, ms));
+        const x5 = await at(url, 5);
         const split = splitOf(await timingsOf(url));
         rows[protection] = { unloadedP99: unloaded.admittedP99, x2, x5, split };
       } finally {
@@ -324,7 +328,7 @@ ${split}`;
   });
   return `## Server under overload
 
-\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) with one protection in front of a handler that spends 0.2 ms of CPU and then holds one of *pool* "database connections" for *hold* ms, so its capacity is pool / hold. Two backends of the same capacity, 400 requests/s: ${BACKENDS.map(backendName).join(' and ')}. The narrow one serves fewer requests at once than the adaptive limit's floor (Gradient2's \`min\`, 20); the wide one exactly as many. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${result.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit\` to the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine. ${passesText(result.passes ?? 1)}; one-minute load average before each pass: ${(result.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
+\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) with one protection in front of a handler that spends 0.2 ms of CPU and then holds one of *pool* "database connections" for *hold* ms, so its capacity is pool / hold. Two backends of the same capacity, ${capacityOf(BACKENDS[0])} requests/s: ${BACKENDS.map(backendName).join(' and ')}. The narrow one serves fewer requests at once than the adaptive limit's floor (Gradient2's \`min\`, 20); the wide one exactly as many. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${result.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit\` to the pool size. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine. ${passesText(result.passes ?? 1)}; one-minute load average before each pass: ${(result.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
 
 ${targets.join('\n')}
 
