@@ -9,10 +9,12 @@ import {
   type ServerInterceptor,
   type ServerMethodDefinition,
 } from '@grpc/grpc-js';
+import type { Rejection } from '../server/answers.js';
 import { shedderOf } from '../server/engine.js';
+import type { ShedderOptions } from '../server/options.js';
 import type { HeaderReader } from '../server/request-info.js';
 import { PUSHBACK_HEADER } from '../server/request-info.js';
-import type { Admission, Rejection, Shedder, ShedderOptions, Ticket } from '../server/shedder.js';
+import type { Admission, Shedder, Ticket } from '../server/shedder.js';
 import { MAX_PUSHBACK_MS, PUSHBACK_TRAILER } from './pushback.js';
 import { CODE } from './status-codes.js';
 

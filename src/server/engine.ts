@@ -1,5 +1,6 @@
 // Every adapter takes either an engine made by `createShedder` or options to make one.
-import { createShedder, type Shedder, type ShedderOptions } from './shedder.js';
+import type { ShedderOptions } from './options.js';
+import { createShedder, type Shedder } from './shedder.js';
 
 /** The engine given, or a new one made from the options given. */
 export function shedderOf(from: Shedder | ShedderOptions | undefined): Shedder {

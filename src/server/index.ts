@@ -9,8 +9,22 @@
 export { OVERLOADED_HEADER } from '../core/classify.js';
 export { type NodeMiddleware, nodeHeaderReader, nodeMiddleware } from './adapters/node.js';
 export { type WebMiddleware, webMiddleware } from './adapters/web.js';
-export type { AimdOptions, Gradient2Options, LimitOption } from './limits.js';
+export type {
+  AnswerKind,
+  Rejection,
+  ShedEvent,
+  ShedReason,
+} from './answers.js';
+export type { AimdOptions, Gradient2Options, LimitEvent, LimitOption } from './limits.js';
+export type {
+  GatewayOptions,
+  QueueOptions,
+  RampOptions,
+  ShedderHooks,
+  ShedderOptions,
+} from './options.js';
 export type { RetryAfterOption } from './pushback.js';
+export type { CallerState } from './queue.js';
 export type { RampEvent, RampReason } from './ramp.js';
 export {
   ATTEMPT_HEADER,
@@ -22,20 +36,9 @@ export {
 } from './request-info.js';
 export {
   type Admission,
-  type AnswerKind,
-  type CallerState,
   createShedder,
-  type GatewayOptions,
-  type LimitEvent,
-  type QueueOptions,
-  type RampOptions,
-  type Rejection,
   type Shedder,
-  type ShedderHooks,
-  type ShedderOptions,
   type ShedderStats,
-  type ShedEvent,
-  type ShedReason,
-  saysDoNotRetry,
   type Ticket,
 } from './shedder.js';
+export { saysDoNotRetry } from './throttle.js';

@@ -13,6 +13,12 @@ export interface ConcurrencyLimit {
   sample(nowMs: number, latencyMs: number, inflight: number, dropped: boolean): void;
 }
 
+/** The concurrency limit moved. */
+export interface LimitEvent {
+  readonly limit: number;
+  readonly previous: number;
+}
+
 /** A limit that never moves. */
 export function fixedLimit(limit: number): ConcurrencyLimit {
   checkNumber('server', 'limit', limit, { min: 1, integer: true });

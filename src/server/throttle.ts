@@ -1,6 +1,9 @@
-// The Google SRE book's client-side adaptive throttling, for a gateway facing a failing
-// downstream: reject locally with probability max(0, (requests - K * accepts) / (requests + 1)),
-// counted over a sliding window, capped (Envoy's admission control caps it at 80 %).
+// Gateway mode: the Google SRE book's client-side adaptive throttling, for a gateway facing a
+// failing downstream: reject locally with probability max(0, (requests - K * accepts) /
+// (requests + 1)), counted over a sliding window, capped (Envoy's admission control caps it at
+// 80 %); and the downstream's "do not retry", read so it can be said upward the same way.
+import { OVERLOADED_HEADER } from '../core/classify.js';
+import type { HeaderReader } from './request-info.js';
 
 export interface ThrottleSettings {
   readonly k: number;
@@ -64,4 +67,15 @@ export class AdaptiveThrottle {
       this.accepts[this.bucket] = 0;
     }
   }
+}
+
+/**
+ * Whether a downstream response says "do not retry": `stormproof-overloaded`,
+ * `x-envoy-overloaded`, `Stripe-Should-Retry: false` or a negative gRPC pushback.
+ */
+export function saysDoNotRetry(header: HeaderReader): boolean {
+  if (header(OVERLOADED_HEADER) != null || header('x-envoy-overloaded') != null) return true;
+  if (header('stripe-should-retry')?.trim().toLowerCase() === 'false') return true;
+  const pushback = header('grpc-retry-pushback-ms');
+  return pushback?.trim().startsWith('-') === true;
 }

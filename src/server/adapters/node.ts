@@ -3,8 +3,10 @@
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { OVERLOADED_HEADER } from '../../core/classify.js';
 import { shedderOf } from '../engine.js';
+import type { ShedderOptions } from '../options.js';
 import type { HeaderReader } from '../request-info.js';
-import { type Shedder, type ShedderOptions, saysDoNotRetry } from '../shedder.js';
+import type { Shedder } from '../shedder.js';
+import { saysDoNotRetry } from '../throttle.js';
 
 /** Connect-style middleware; `next(error)` is never called by it. */
 export type NodeMiddleware = ((

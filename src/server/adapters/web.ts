@@ -2,7 +2,8 @@
 // handler). Everything it decides comes from the engine.
 import { OVERLOADED_HEADER } from '../../core/classify.js';
 import { shedderOf } from '../engine.js';
-import type { Shedder, ShedderOptions } from '../shedder.js';
+import type { ShedderOptions } from '../options.js';
+import type { Shedder } from '../shedder.js';
 
 /** A fetch-style handler's middleware: answer itself, or pass the request on to `next`. */
 export type WebMiddleware = ((

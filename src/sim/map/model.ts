@@ -12,14 +12,9 @@ import {
   refuseNulls,
   show,
 } from '../../core/validate.js';
+import type { ShedderOptions } from '../../server/options.js';
 import { ATTEMPT_HEADER } from '../../server/request-info.js';
-import {
-  type Admission,
-  createShedder,
-  type Shedder,
-  type ShedderOptions,
-  type Ticket,
-} from '../../server/shedder.js';
+import { type Admission, createShedder, type Shedder, type Ticket } from '../../server/shedder.js';
 import { earliest, MinHeap, type Timed } from '../min-heap.js';
 import { PythonRandom } from '../python-random.js';
 import { nextArrivalMs } from './arrivals.js';

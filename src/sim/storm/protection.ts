@@ -6,8 +6,9 @@
 // Neither copies a rule of the other: the first is the engine itself, the second is small
 // enough to state whole here.
 import type { Outcome } from '../../core/step.js';
+import type { Rejection } from '../../server/answers.js';
 import { ATTEMPT_HEADER, type HeaderReader } from '../../server/request-info.js';
-import { createShedder, type Rejection, type Shedder, type Ticket } from '../../server/shedder.js';
+import { createShedder, type Shedder, type Ticket } from '../../server/shedder.js';
 import type { StormServerRampStep, StormServerReport } from './measurements.js';
 import { EV_SERVER_DECIDED, type Job, type World } from './world.js';
 

@@ -1,0 +1,201 @@
+// The bounded queue in front of the concurrency limit: Meta's CoDel variant with adaptive LIFO
+// ("Fail at Scale", folly's Codel). One deque per rank (criticality and first attempt or retry,
+// ranked by shares.ts), the oldest of each at its head; one timer sweeps out what waited too long.
+import type { Clock } from '../core/clock.js';
+
+/** Whether the caller of a request has gone away; an `AbortSignal` is one. */
+export interface CallerState {
+  readonly aborted: boolean;
+}
+
+/** One request waiting in the queue; `resolve` hears what became of it. */
+export interface Waiter<A> {
+  readonly enqueuedAt: number;
+  readonly retry: boolean;
+  readonly caller: CallerState | undefined;
+  readonly resolve: (answer: A) => void;
+}
+
+/** The queue's settings, filled. */
+export interface QueueSettings {
+  /** How many may wait. */
+  readonly capacity: number;
+  /** CoDel's target queueing delay, ms. */
+  readonly targetMs: number;
+  /** CoDel's interval, ms. */
+  readonly intervalMs: number;
+}
+
+/**
+ * The queue turns overloaded when it has not been empty for a whole interval; then a request may
+ * wait only twice the target (folly's slough timeout), else up to one interval. It stays
+ * overloaded until a whole interval passes in which no request waited past the target: under a
+ * standing overload the queue empties for a moment whenever arrivals pause, and that moment must
+ * not reopen FIFO with interval-long waits. Once a queue forms (its oldest waited past the
+ * target) or while overloaded, it serves newest first: the newest callers are the ones most
+ * likely still waiting.
+ */
+export class CodelQueue<A> {
+  private readonly deques: Waiter<A>[][];
+  /** How many wait, in all deques. */
+  length = 0;
+  private nonEmptySince = 0;
+  private overloaded = false;
+  /** The last time a request was seen waiting past the target. */
+  private slowAt = 0;
+  private sweepAt = Number.POSITIVE_INFINITY;
+  private cancelSweep: (() => void) | undefined;
+
+  /**
+   * @param ranks the number of deques, most important first
+   * @param expire answers a waiter the sweep found past its time
+   */
+  constructor(
+    readonly settings: QueueSettings,
+    ranks: number,
+    private readonly clock: Clock,
+    private readonly expire: (waiter: Waiter<A>, nowMs: number) => void,
+  ) {
+    this.deques = Array.from({ length: ranks }, () => []);
+  }
+
+  get full(): boolean {
+    return this.length >= this.settings.capacity;
+  }
+
+  /** Whether the queue is overloaded at `nowMs` (and the state moved to that time). */
+  isOverloaded(nowMs: number): boolean {
+    const { targetMs, intervalMs } = this.settings;
+    if (this.length > 0 && nowMs - this.oldestEnqueuedAt() > targetMs) this.slowAt = nowMs;
+    if (!this.overloaded && this.length > 0 && nowMs - this.nonEmptySince > intervalMs) {
+      this.overloaded = true;
+      this.slowAt = nowMs;
+    } else if (this.overloaded && nowMs - this.slowAt > intervalMs) {
+      this.overloaded = false;
+      // Count the next interval afresh, or a short steady queue would turn it straight back.
+      if (this.length > 0) this.nonEmptySince = nowMs;
+    }
+    return this.overloaded;
+  }
+
+  /** The longest a request may wait now: twice the target while overloaded, else the interval. */
+  maxWait(nowMs: number): number {
+    return this.isOverloaded(nowMs) ? 2 * this.settings.targetMs : this.settings.intervalMs;
+  }
+
+  /** When the oldest waiting request arrived; each deque holds its oldest at its head. */
+  oldestEnqueuedAt(): number {
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const deque of this.deques)
+      if (deque.length > 0 && deque[0]!.enqueuedAt < oldest) oldest = deque[0]!.enqueuedAt;
+    return oldest;
+  }
+
+  /** Adds a waiter at `rank` and makes sure the sweep will find it. */
+  push(rank: number, waiter: Waiter<A>, nowMs: number): void {
+    if (this.length === 0) this.nonEmptySince = nowMs;
+    this.deques[rank]!.push(waiter);
+    this.length++;
+    this.schedule(nowMs);
+  }
+
+  /**
+   * Takes the next waiter to serve: from the most important pair of deques (`rank` and `rank +
+   * 1`, first attempts and retries of one criticality) that holds any, the retries when
+   * `retriesFirst()` says so or there are no first attempts; newest first once a queue forms.
+   */
+  take(nowMs: number, retriesFirst: () => boolean): Waiter<A> | undefined {
+    for (let rank = 0; rank < this.deques.length; rank += 2) {
+      const firsts = this.deques[rank]!;
+      const retries = this.deques[rank + 1]!;
+      if (firsts.length === 0 && retries.length === 0) continue;
+      const deque =
+        retries.length > 0 && (firsts.length === 0 || retriesFirst()) ? retries : firsts;
+      const lifo =
+        this.isOverloaded(nowMs) || nowMs - this.oldestEnqueuedAt() > this.settings.targetMs;
+      const waiter = lifo ? deque.pop() : deque.shift();
+      this.length--;
+      return waiter;
+    }
+    return undefined;
+  }
+
+  /** Takes out the oldest waiter of the least important rank below `rank`, if any. */
+  evictBelow(rank: number): Waiter<A> | undefined {
+    for (let i = this.deques.length - 1; i > rank; i--) {
+      const deque = this.deques[i]!;
+      if (deque.length === 0) continue;
+      this.length--;
+      return deque.shift();
+    }
+    return undefined;
+  }
+
+  /** Takes out every waiter (on close). */
+  clear(): Waiter<A>[] {
+    const all: Waiter<A>[] = [];
+    for (const deque of this.deques) all.push(...deque.splice(0));
+    this.length = 0;
+    return all;
+  }
+
+  /** Answers the waiters past their time; the oldest of each deque is at its head. */
+  private sweep(): void {
+    const nowMs = this.clock.now();
+    const maxWait = this.maxWait(nowMs);
+    for (const deque of this.deques) {
+      while (deque.length > 0 && nowMs - deque[0]!.enqueuedAt > maxWait) {
+        const waiter = deque.shift()!;
+        this.length--;
+        this.expire(waiter, nowMs);
+      }
+    }
+    this.schedule(nowMs);
+  }
+
+  /** Sets the one sweep timer for the oldest waiter's time, or stops it when nobody waits. */
+  schedule(nowMs: number): void {
+    if (this.length === 0) {
+      this.cancelSweep?.();
+      this.cancelSweep = undefined;
+      this.sweepAt = Number.POSITIVE_INFINITY;
+      return;
+    }
+    const oldest = this.oldestEnqueuedAt();
+    // Just past the deadline, so the sweep finds the head expired even on an exact clock; and
+    // at the latest when the queue turns overloaded, since its waits then shrink.
+    let due = oldest + this.maxWait(nowMs) + 1;
+    if (!this.isOverloaded(nowMs))
+      due = Math.min(due, this.nonEmptySince + this.settings.intervalMs + 1);
+    if (this.cancelSweep !== undefined && this.sweepAt <= due) return;
+    this.cancelSweep?.();
+    this.sweepAt = due;
+    let fired = false;
+    const fire = () => {
+      if (fired || this.cancelSweep !== cancel) return;
+      fired = true;
+      this.cancelSweep = undefined;
+      this.sweepAt = Number.POSITIVE_INFINITY;
+      this.sweep();
+    };
+    let cancel: () => void;
+    const clock = this.clock;
+    if (clock.setTimer !== undefined) {
+      // A clock with timers calls back directly: no promise, so a clock on virtual time can
+      // fire the sweep at its exact millisecond without waiting for promise callbacks.
+      const stop = clock.setTimer(Math.max(0, due - nowMs), fire);
+      cancel = () => {
+        fired = true;
+        stop();
+      };
+    } else {
+      const controller = new AbortController();
+      clock.sleep(Math.max(0, due - nowMs), controller.signal).then(fire, () => {});
+      cancel = () => {
+        fired = true;
+        controller.abort();
+      };
+    }
+    this.cancelSweep = cancel;
+  }
+}
