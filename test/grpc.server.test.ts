@@ -364,21 +364,29 @@ describe('createAdmissionInterceptor: overloaded, do not retry', () => {
 });
 
 describe('createAdmissionInterceptor: retries shed first', () => {
-  it('lets a first attempt past retries that fill the limit, and sheds the next retry', async () => {
-    const { server, shedder } = await serve({ limit: 10, queue: false, ramp: false });
+  it('never runs past the limit: a first attempt waits for retries that fill it, then goes before the queued retry', async () => {
+    // Waits long enough never to time out on a busy machine, and in arrival order (no LIFO).
+    const queue = { capacity: 10, targetMs: 60_000, intervalMs: 60_000 };
+    const { server, shedder } = await serve({ limit: 10, queue, ramp: false });
     const client = plainClient(server.address);
     const calls = Array.from({ length: 10 }, () => unary(client, { previous: 1 }));
     await until(() => server.held.length === 10, 'ten held retries');
-    // Idle capacity was lent to the retries; now first attempts claim their 90 %.
-    expect((await unary(client, { previous: 2 })).code).toBe(UNAVAILABLE);
+    calls.push(unary(client, { previous: 2 }));
+    await until(() => shedder.stats().queued === 1, 'the retry queued');
     calls.push(unary(client));
-    await until(() => server.held.length === 11, 'the first attempt held');
-    expect(server.held.map((h) => h.previous)).toEqual([...Array(10).fill('1'), undefined]);
-    expect((await unary(client, { previous: 1 })).code).toBe(UNAVAILABLE);
-    expect(shedder.stats().shed.limit).toBe(2);
-    while (server.held.length > 0) server.release();
+    await until(() => shedder.stats().queued === 2, 'the first attempt queued');
+    expect(shedder.stats().inflight).toBe(10);
+    server.release();
+    // The retries hold more than their 10 % share: the first attempt goes first.
+    await until(() => server.held.length === 10 && shedder.stats().queued === 1, 'one served');
+    expect(server.held.at(-1)?.previous).toBeUndefined();
+    expect(shedder.stats().inflight).toBe(10);
+    while (server.held.length > 0 || shedder.stats().queued > 0) {
+      server.release();
+      await until(() => shedder.stats().inflight === server.held.length, 'the next one held');
+    }
     await Promise.all(calls);
-    expect(shedder.stats().inflight).toBe(0);
+    expect(shedder.stats()).toMatchObject({ inflight: 0, admitted: 12 });
   });
 
   it('pushes a queued retry out of a full queue for a first attempt', async () => {

@@ -175,7 +175,7 @@ describe('the CoDel queue', () => {
     });
   }
 
-  it('turns overloaded, serves newest first (LIFO) and drops waits past twice the target', async () => {
+  it('turns overloaded, then turns away on arrival what it cannot serve within twice the target', async () => {
     const clock = new ManualClock();
     const s = make(clock, { limit: 1, queue: { capacity: 100 } });
     const { admitted, serve, stop } = queueTraffic(clock, s);
@@ -183,11 +183,15 @@ describe('the CoDel queue', () => {
     await serve(40, 2);
     expect(s.stats().overloaded).toBe(true);
     const late = admitted.slice(-10);
-    // Newest first: each served request is the second (newer) arrival of its tick ...
-    expect(late.every((a) => a.id % 2 === 1)).toBe(true);
-    // ... and no one is served after waiting more than 2 x 5 ms.
+    // No one is served after waiting more than 2 x 5 ms ...
     expect(Math.max(...late.map((a) => a.waited))).toBeLessThanOrEqual(10);
-    expect(s.stats().shed['queue-timeout']).toBeGreaterThan(20);
+    // ... and once the drain rate is measured (one a tick), a request that would wait longer
+    // is told at once: the timeouts stop.
+    const { shed } = s.stats();
+    expect(shed['queue-wait']).toBeGreaterThan(20);
+    await serve(20, 2);
+    expect(s.stats().shed['queue-timeout']).toBe(shed['queue-timeout']);
+    expect(s.stats().shed['queue-wait']).toBe(shed['queue-wait'] + 20);
     await stop();
     expect(s.stats()).toMatchObject({ inflight: 0, queued: 0 });
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
@@ -237,9 +241,10 @@ describe('the CoDel queue', () => {
       await serve(10, 2);
       const after = admitted.filter((a) => a.at > resumedAt);
       expect(after.length).toBeGreaterThan(5);
-      // Still newest first, and no one served after waiting more than 2 x 5 ms.
+      // Still short waits: no one served after waiting more than 2 x 5 ms, and one arrival a
+      // tick turned away at once.
       expect(Math.max(...after.map((a) => a.waited))).toBeLessThanOrEqual(10);
-      expect(after.slice(1).every((a) => a.id % 2 === 1)).toBe(true);
+      expect(s.stats().shed['queue-wait']).toBeGreaterThanOrEqual(after.length - 1);
       // The overload ends after a whole interval in which no one waited past the target.
       await serve(14, 0);
       expect(s.stats()).toMatchObject({ queued: 0, overloaded: false });
@@ -268,11 +273,13 @@ describe('first attempts before retries', () => {
     expect((s.admit(retryHeaders(2)) as Rejection).reason).toBe('limit');
   });
 
-  it('still admits first attempts within their 90% share when retries hold the limit', () => {
+  it('never lets a share run past the limit: retries holding it leave first attempts to wait', () => {
     const s = make(new ManualClock(), { limit: 10, queue: false });
-    for (let i = 0; i < 10; i++) asTicket(s.admit(retryHeaders(3)));
-    for (let i = 0; i < 9; i++) expect(asTicket(s.admit(first)).admitted).toBe(true);
+    const retries = Array.from({ length: 10 }, () => asTicket(s.admit(retryHeaders(3))));
     expect((s.admit(first) as Rejection).reason).toBe('limit');
+    retries[0]!.finish(200);
+    expect(asTicket(s.admit(first)).admitted).toBe(true);
+    expect(s.stats().inflight).toBe(10);
   });
 
   it('serves queued first attempts before queued retries, and sheds the retries', async () => {

@@ -8,8 +8,10 @@ import { PUSHBACK_HEADER } from './request-info.js';
 /**
  * Why a request was not admitted.
  *
- * - `'limit'`: the concurrency limit was reached and there is no queue (or no room to borrow).
+ * - `'limit'`: the concurrency limit was reached and there is no queue.
  * - `'queue-full'`: the queue was full, or the request was pushed out by a more important one.
+ * - `'queue-wait'`: the queue's predicted wait (its length over the rate it drains at) was already
+ *   past what a request may wait there: rejected on arrival rather than after waiting.
  * - `'queue-timeout'`: it waited in the queue past its time (CoDel).
  * - `'abandoned'`: its caller went away while it waited.
  * - `'ramp'`: the server is reopening in steps and this request fell outside the share.
@@ -18,6 +20,7 @@ import { PUSHBACK_HEADER } from './request-info.js';
 export type ShedReason =
   | 'limit'
   | 'queue-full'
+  | 'queue-wait'
   | 'queue-timeout'
   | 'abandoned'
   | 'ramp'
@@ -26,6 +29,7 @@ export type ShedReason =
 export const SHED_REASONS: readonly ShedReason[] = [
   'limit',
   'queue-full',
+  'queue-wait',
   'queue-timeout',
   'abandoned',
   'ramp',

@@ -298,11 +298,15 @@ export function aimdLimit(options: AimdOptions = {}): ConcurrencyLimit {
   };
 }
 
-/** How the concurrency limit is chosen. */
+/**
+ * How the concurrency limit is chosen: a number (fixed), an adaptive kind with its options, or
+ * a limit of your own (an object with `current` and `sample`).
+ */
 export type LimitOption =
   | number
   | ({ kind: 'gradient2' } & Gradient2Options)
-  | ({ kind: 'aimd' } & AimdOptions);
+  | ({ kind: 'aimd' } & AimdOptions)
+  | ConcurrencyLimit;
 
 /** Builds the limit an option describes. */
 export function createLimit(option: LimitOption): ConcurrencyLimit {
@@ -310,6 +314,12 @@ export function createLimit(option: LimitOption): ConcurrencyLimit {
   if (option === null || typeof option !== 'object') {
     throw new TypeError(
       `stormproof: server limit must be a number or { kind: 'gradient2' | 'aimd' }, got ${String(option)}`,
+    );
+  }
+  if (!('kind' in option)) {
+    if (typeof option.sample === 'function') return option;
+    throw new TypeError(
+      "stormproof: server limit must be a number, { kind: 'gradient2' | 'aimd' } or an object with current and sample(), got an object without them",
     );
   }
   if (option.kind === 'gradient2') return gradient2Limit(option);

@@ -226,7 +226,8 @@ export interface ShedderOptions extends ShedderHooks {
   queue?: QueueOptions | false | undefined;
   /**
    * Serve first attempts before retries under contention: retries get a guaranteed share of
-   * `retryShare` of the limit, first attempts the rest; a share idle capacity is lent out.
+   * `retryShare` of the limit, first attempts the rest; idle capacity is lent out, and the
+   * shares never add to the limit (queued first attempts take the next free places).
    * @default true
    * @example
    * ```ts

@@ -91,6 +91,21 @@ export class CodelQueue<A> {
     return oldest;
   }
 
+  /**
+   * Whether one more waiter would make someone wait past their time, predicted from the rate
+   * the queue drains at (completions per ms; undefined before it is measured: no prediction).
+   * Oldest first, the newcomer waits for everyone ahead of it; newest first, it goes ahead of
+   * everyone and the oldest waits for all of them. A newcomer to an empty queue is always taken:
+   * the timeouts catch what the prediction misses.
+   */
+  wouldOverrun(nowMs: number, drainPerMs: number | undefined): boolean {
+    if (this.length === 0 || drainPerMs === undefined || !(drainPerMs > 0)) return false;
+    const maxWait = this.maxWait(nowMs);
+    const age = nowMs - this.oldestEnqueuedAt();
+    const lifo = this.isOverloaded(nowMs) || age > this.settings.targetMs;
+    return (lifo ? age : 0) + (this.length + 1) / drainPerMs > maxWait;
+  }
+
   /** Adds a waiter at `rank` and makes sure the sweep will find it. */
   push(rank: number, waiter: Waiter<A>, nowMs: number): void {
     if (this.length === 0) this.nonEmptySince = nowMs;

@@ -26,6 +26,16 @@ export const CRITICALITY_LEVELS = [
 ] as const;
 export type Criticality = (typeof CRITICALITY_LEVELS)[number];
 
+/**
+ * The first value of a header that may have been repeated: Node and fetch's `Headers` join the
+ * lines of a repeated header with ", " (RFC 9110, section 5.3), so "2, 3" is the first value "2".
+ */
+function firstValue(value: string | null | undefined): string | undefined {
+  if (value == null) return undefined;
+  const comma = value.indexOf(',');
+  return (comma < 0 ? value : value.slice(0, comma)).trim();
+}
+
 /** A whole number made only of digits (a header value), or NaN. */
 function digits(value: string | null | undefined): number {
   if (value == null || value.length === 0 || value.length > 9) return Number.NaN;
@@ -38,13 +48,14 @@ function digits(value: string | null | undefined): number {
 
 /**
  * Whether a request is a retry: `stormproof-attempt` > 1, `grpc-previous-rpc-attempts` >= 1,
- * `x-envoy-attempt-count` > 1, or `amz-sdk-request: attempt=N` with N > 1.
+ * `x-envoy-attempt-count` > 1, or `amz-sdk-request: attempt=N` with N > 1. A repeated header is
+ * read by its first value.
  */
 export function isRetry(header: HeaderReader): boolean {
-  if (digits(header(ATTEMPT_HEADER)?.trim()) > 1) return true;
-  if (digits(header('grpc-previous-rpc-attempts')?.trim()) >= 1) return true;
-  if (digits(header('x-envoy-attempt-count')?.trim()) > 1) return true;
-  const amz = header('amz-sdk-request');
+  if (digits(firstValue(header(ATTEMPT_HEADER))) > 1) return true;
+  if (digits(firstValue(header('grpc-previous-rpc-attempts'))) >= 1) return true;
+  if (digits(firstValue(header('x-envoy-attempt-count'))) > 1) return true;
+  const amz = firstValue(header('amz-sdk-request'));
   if (amz) {
     for (const part of amz.split(';')) {
       const [key, value] = part.split('=');
@@ -54,11 +65,13 @@ export function isRetry(header: HeaderReader): boolean {
   return false;
 }
 
-/** The criticality a header names (case and `-`/`_` ignored), or `fallback`. */
+/**
+ * The criticality a header names (case and `-`/`_` ignored; a repeated header by its first
+ * value), or `fallback`.
+ */
 export function readCriticality(value: string | null | undefined, fallback: number): number {
-  if (!value) return fallback;
-  const level = CRITICALITY_LEVELS.indexOf(
-    value.trim().toLowerCase().replaceAll('-', '_') as Criticality,
-  );
+  const first = firstValue(value);
+  if (!first) return fallback;
+  const level = CRITICALITY_LEVELS.indexOf(first.toLowerCase().replaceAll('-', '_') as Criticality);
   return level < 0 ? fallback : level;
 }

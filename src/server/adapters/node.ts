@@ -15,7 +15,10 @@ export type NodeMiddleware = ((
   next: (error?: Error) => void,
 ) => void) & { readonly shedder: Shedder };
 
-/** Reads a Node request's header by lower-case name (the first value of a repeated one). */
+/**
+ * Reads a Node request's header by lower-case name. Node joins the lines of a repeated header
+ * with ", " (an array only for `set-cookie`); the engine reads the first value of such a list.
+ */
 export function nodeHeaderReader(req: IncomingMessage): HeaderReader {
   return (name) => {
     const value = req.headers[name];
