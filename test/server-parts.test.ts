@@ -207,7 +207,12 @@ describe('the answers', () => {
 describe('the options, filled once', () => {
   it('fills every default', () => {
     const s = resolveShedderOptions(undefined);
-    expect(s.queue).toEqual({ capacity: 100, targetMs: 5, intervalMs: 100 });
+    expect(s.queue).toMatchObject({ capacity: 100, targetMs: 5, intervalMs: 100 });
+    // The queue's times follow the latency the limit measures (none for Gradient2).
+    expect(s.queue === false ? false : s.queue.follow?.()).toBeUndefined();
+    expect(resolveShedderOptions({ queue: { targetMs: 5 } }).queue).toMatchObject({
+      follow: undefined,
+    });
     expect(s.shares).toEqual({
       prioritize: true,
       retryShare: 0.1,

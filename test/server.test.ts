@@ -694,7 +694,7 @@ describe('options', () => {
   it.each([
     [{ limit: null }, /server limit must not be null/],
     [{ limit: 0 }, /server limit must be >= 1, got 0/],
-    [{ limit: { kind: 'vegas' } }, /kind must be 'gradient2' or 'aimd', got "vegas"/],
+    [{ limit: { kind: 'vegas' } }, /kind must be 'knee', 'gradient2' or 'aimd', got "vegas"/],
     [
       { limit: { kind: 'gradient2', smoothng: 1 } },
       /no option "smoothng" \(did you mean smoothing\?\)/,

@@ -1,6 +1,7 @@
 // Concurrency limits: how many requests may run at once. A fixed number, or one found from
 // latency like a TCP congestion window (Netflix concurrency-limits: Gradient2 and AIMD).
 import { checkKnownKeys, checkNumber, checkOptionsObject } from '../core/validate.js';
+import { type KneeOptions, kneeLimit } from './knee.js';
 
 /** A concurrency limit fed by the requests it admitted. */
 export interface ConcurrencyLimit {
@@ -11,6 +12,11 @@ export interface ConcurrencyLimit {
    * dropped (timed out or answered "overloaded" by what it called).
    */
   sample(nowMs: number, latencyMs: number, inflight: number, dropped: boolean): void;
+  /**
+   * The backend's unloaded latency as the limit measures it, ms (undefined when it does not):
+   * the queue's target and interval follow it unless they were given.
+   */
+  readonly floorMs?: number | undefined;
 }
 
 /** The concurrency limit moved. */
@@ -304,6 +310,7 @@ export function aimdLimit(options: AimdOptions = {}): ConcurrencyLimit {
  */
 export type LimitOption =
   | number
+  | ({ kind: 'knee' } & KneeOptions)
   | ({ kind: 'gradient2' } & Gradient2Options)
   | ({ kind: 'aimd' } & AimdOptions)
   | ConcurrencyLimit;
@@ -313,18 +320,19 @@ export function createLimit(option: LimitOption): ConcurrencyLimit {
   if (typeof option === 'number') return fixedLimit(option);
   if (option === null || typeof option !== 'object') {
     throw new TypeError(
-      `stormproof: server limit must be a number or { kind: 'gradient2' | 'aimd' }, got ${String(option)}`,
+      `stormproof: server limit must be a number or { kind: 'knee' | 'gradient2' | 'aimd' }, got ${String(option)}`,
     );
   }
   if (!('kind' in option)) {
     if (typeof option.sample === 'function') return option;
     throw new TypeError(
-      "stormproof: server limit must be a number, { kind: 'gradient2' | 'aimd' } or an object with current and sample(), got an object without them",
+      "stormproof: server limit must be a number, { kind: 'knee' | 'gradient2' | 'aimd' } or an object with current and sample(), got an object without them",
     );
   }
+  if (option.kind === 'knee') return kneeLimit(option);
   if (option.kind === 'gradient2') return gradient2Limit(option);
   if (option.kind === 'aimd') return aimdLimit(option);
   throw new TypeError(
-    `stormproof: server limit kind must be 'gradient2' or 'aimd', got ${JSON.stringify((option as { kind: unknown }).kind)}`,
+    `stormproof: server limit kind must be 'knee', 'gradient2' or 'aimd', got ${JSON.stringify((option as { kind: unknown }).kind)}`,
   );
 }

@@ -524,7 +524,14 @@ export function resolveShedderOptions(options: ShedderOptions | undefined): Shed
     clock,
     random,
     limiter,
-    queue: queueOn && { capacity, targetMs, intervalMs },
+    queue: queueOn && {
+      capacity,
+      targetMs,
+      intervalMs,
+      // Times given are kept; else they follow the latency the limit measures, if it does.
+      follow:
+        q.targetMs === undefined && q.intervalMs === undefined ? () => limiter.floorMs : undefined,
+    },
     shares: {
       prioritize,
       retryShare,

@@ -24,7 +24,16 @@ export interface QueueSettings {
   readonly targetMs: number;
   /** CoDel's interval, ms. */
   readonly intervalMs: number;
+  /**
+   * The backend's unloaded latency (ms), when the limit measures it and the target and interval
+   * were not given: the queue's times then follow it (see `CodelQueue`).
+   */
+  readonly follow?: (() => number | undefined) | undefined;
 }
+
+/** The shortest and longest interval when the queue follows the unloaded latency, ms. */
+const FOLLOW_MIN_MS = 1;
+const FOLLOW_MAX_MS = 1000;
 
 /**
  * The queue turns overloaded when it has not been empty for a whole interval; then a request may
@@ -34,6 +43,12 @@ export interface QueueSettings {
  * not reopen FIFO with interval-long waits. Once a queue forms (its oldest waited past the
  * target) or while overloaded, it serves newest first: the newest callers are the ones most
  * likely still waiting.
+ *
+ * CoDel's 5 ms target and 100 ms interval suit a service that answers in tens of milliseconds.
+ * When the limit measures the backend's unloaded latency and the times were not given, they
+ * follow it: the interval is that latency (a request may wait about as long as it takes to
+ * serve one; between 1 ms and 1 s) and the target a quarter of it, so an admitted request
+ * spends at most about twice its unloaded latency, however fast or slow the backend is.
  */
 export class CodelQueue<A> {
   private readonly deques: Waiter<A>[][];
@@ -45,6 +60,9 @@ export class CodelQueue<A> {
   private slowAt = 0;
   private sweepAt = Number.POSITIVE_INFINITY;
   private cancelSweep: (() => void) | undefined;
+  /** The target and interval in force, ms. */
+  private targetMs: number;
+  private intervalMs: number;
 
   /**
    * @param ranks the number of deques, most important first
@@ -57,6 +75,16 @@ export class CodelQueue<A> {
     private readonly expire: (waiter: Waiter<A>, nowMs: number) => void,
   ) {
     this.deques = Array.from({ length: ranks }, () => []);
+    this.targetMs = settings.targetMs;
+    this.intervalMs = settings.intervalMs;
+  }
+
+  /** Moves the target and interval to the latency the queue follows, when there is one. */
+  private retime(): void {
+    const latency = this.settings.follow?.();
+    if (latency === undefined || !(latency > 0)) return;
+    this.intervalMs = Math.min(FOLLOW_MAX_MS, Math.max(FOLLOW_MIN_MS, latency));
+    this.targetMs = this.intervalMs / 4;
   }
 
   get full(): boolean {
@@ -65,7 +93,8 @@ export class CodelQueue<A> {
 
   /** Whether the queue is overloaded at `nowMs` (and the state moved to that time). */
   isOverloaded(nowMs: number): boolean {
-    const { targetMs, intervalMs } = this.settings;
+    this.retime();
+    const { targetMs, intervalMs } = this;
     if (this.length > 0 && nowMs - this.oldestEnqueuedAt() > targetMs) this.slowAt = nowMs;
     if (!this.overloaded && this.length > 0 && nowMs - this.nonEmptySince > intervalMs) {
       this.overloaded = true;
@@ -80,7 +109,7 @@ export class CodelQueue<A> {
 
   /** The longest a request may wait now: twice the target while overloaded, else the interval. */
   maxWait(nowMs: number): number {
-    return this.isOverloaded(nowMs) ? 2 * this.settings.targetMs : this.settings.intervalMs;
+    return this.isOverloaded(nowMs) ? 2 * this.targetMs : this.intervalMs;
   }
 
   /** When the oldest waiting request arrived; each deque holds its oldest at its head. */
@@ -102,7 +131,7 @@ export class CodelQueue<A> {
     if (this.length === 0 || drainPerMs === undefined || !(drainPerMs > 0)) return false;
     const maxWait = this.maxWait(nowMs);
     const age = nowMs - this.oldestEnqueuedAt();
-    const lifo = this.isOverloaded(nowMs) || age > this.settings.targetMs;
+    const lifo = this.isOverloaded(nowMs) || age > this.targetMs;
     return (lifo ? age : 0) + (this.length + 1) / drainPerMs > maxWait;
   }
 
@@ -126,8 +155,7 @@ export class CodelQueue<A> {
       if (firsts.length === 0 && retries.length === 0) continue;
       const deque =
         retries.length > 0 && (firsts.length === 0 || retriesFirst()) ? retries : firsts;
-      const lifo =
-        this.isOverloaded(nowMs) || nowMs - this.oldestEnqueuedAt() > this.settings.targetMs;
+      const lifo = this.isOverloaded(nowMs) || nowMs - this.oldestEnqueuedAt() > this.targetMs;
       const waiter = lifo ? deque.pop() : deque.shift();
       this.length--;
       return waiter;
@@ -180,8 +208,7 @@ export class CodelQueue<A> {
     // Just past the deadline, so the sweep finds the head expired even on an exact clock; and
     // at the latest when the queue turns overloaded, since its waits then shrink.
     let due = oldest + this.maxWait(nowMs) + 1;
-    if (!this.isOverloaded(nowMs))
-      due = Math.min(due, this.nonEmptySince + this.settings.intervalMs + 1);
+    if (!this.isOverloaded(nowMs)) due = Math.min(due, this.nonEmptySince + this.intervalMs + 1);
     if (this.cancelSweep !== undefined && this.sweepAt <= due) return;
     this.cancelSweep?.();
     this.sweepAt = due;

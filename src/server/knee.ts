@@ -1,0 +1,213 @@
+// The knee limit: finds how many requests the backend serves at once, by itself, from the
+// requests alone. Little's law at the knee of the throughput curve: in a round (about one round
+// trip, measured from the requests rather than configured), the requests in flight are the ones
+// in service plus the ones queued inside the handler (a connection pool's own queue), and their
+// latency over the unloaded latency says how many of them are queued. So
+//
+//   in service = requests in flight / (latency / unloaded latency)
+//
+// which is peak throughput x unloaded latency (go-zero's and Kratos' estimate) measured without
+// a CPU gate, and without a rate measurement's noise. Startup doubles the limit each round while
+// nothing queues (as TCP BBR's startup does), then the limit sits a little above the estimate:
+// a fifth more, so the backend never idles for want of work and the excess waits in
+// the shedder's queue, where CoDel and LIFO reach it. Every constant is a ratio or a count.
+import { checkKnownKeys, checkNumber, checkOptionsObject } from '../core/validate.js';
+import type { ConcurrencyLimit } from './limits.js';
+
+/** Options of the knee limit. None is a time: every rule is a ratio or a count of rounds. */
+export interface KneeOptions {
+  /**
+   * The limit before the first round. 1 makes the first round's latency the unloaded one.
+   * @default 1
+   * @example
+   * ```ts
+   * { kind: 'knee', initial: 4 }
+   * ```
+   */
+  initial?: number | undefined;
+  /**
+   * The limit never goes below this.
+   * @default 1
+   * @example
+   * ```ts
+   * { kind: 'knee', min: 2 }
+   * ```
+   */
+  min?: number | undefined;
+  /**
+   * The limit never goes above this.
+   * @default 10000
+   * @example
+   * ```ts
+   * { kind: 'knee', max: 500 }
+   * ```
+   */
+  max?: number | undefined;
+  /**
+   * How far above the estimated concurrency the limit sits, as a share of it: enough that the
+   * backend is never idle between a finish and the next start, little enough that requests wait
+   * in the shedder's queue rather than inside the handler. (One round in 8 tries a quarter more,
+   * at least one request, to find capacity the backend gained.)
+   * @default 0.2
+   * @example
+   * ```ts
+   * { kind: 'knee', headroom: 0.25 }
+   * ```
+   */
+  headroom?: number | undefined;
+}
+
+const KNEE_KEYS = ['kind', 'initial', 'min', 'max', 'headroom'];
+
+/**
+ * A round needs this many completions, so one slow or lucky request does not decide it: a few
+ * in startup (as many as the limit, up to 4), where the signal is a doubling of the latency,
+ * more once the limit sits at the knee, where it is a few percent.
+ */
+const STARTUP_SAMPLES = 4;
+const CRUISE_SAMPLES = 16;
+/** Startup ends when the latency grows by half over the unloaded one: the knee is behind. */
+const STARTUP_EXIT = 1.5;
+/** Latency within this share of the unloaded latency: nothing is queued. */
+const NO_QUEUE = 0.05;
+/** How much of a round's estimate enters the smoothed one, when the estimate does not fall fast. */
+const SMOOTHING = 0.5;
+/** An estimate this far below the smoothed one is taken at once (the backend lost capacity). */
+const FAST_FALL = 0.8;
+/** One round in this many probes for more capacity, with this much more than the estimate. */
+const PROBE_EVERY = 16;
+const PROBE = 0.25;
+/** How much of an unqueued round's latency enters the unloaded latency. */
+const FLOOR_SMOOTHING = 0.25;
+
+function count(owner: string, name: string, value: unknown, fallback: number, min: number) {
+  return value === undefined ? fallback : checkNumber(owner, name, value, { min, integer: true });
+}
+
+/**
+ * The knee limit (stormproof's default): learns the backend's concurrency with no setting, in a
+ * few rounds, and follows it when it changes.
+ *
+ * - A round lasts until a request admitted after it began finishes (about one round trip), and
+ *   at least 4 completions. Only rounds in which the limit was full count: a round with demand
+ *   below the limit says nothing about the limit.
+ * - The unloaded latency is the mean latency of rounds in which nothing queued, smoothed; a
+ *   round that queued moves it only when its latency did not follow a change of the requests in
+ *   flight (nothing was queued: the service itself got slower).
+ * - Nothing queued and the limit full: double (startup). Something queued: the limit becomes
+ *   the estimated concurrency plus the headroom, at once when it fell by a fifth or more.
+ */
+export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
+  const owner = 'server limit (knee)';
+  const o = checkOptionsObject(owner, options);
+  checkKnownKeys(owner, o, KNEE_KEYS);
+  const min = count(owner, 'min', o.min, 1, 1);
+  const max = count(owner, 'max', o.max, 10_000, min);
+  const initial =
+    o.initial === undefined
+      ? Math.min(Math.max(1, min), max)
+      : checkNumber(owner, 'initial', o.initial, { min, max, integer: true });
+  const headroom =
+    o.headroom === undefined
+      ? 0.2
+      : checkNumber(owner, 'headroom', o.headroom, { min: 0, max: 10 });
+
+  let limit = initial;
+  /** The smoothed estimate of the backend's concurrency; undefined until something queued. */
+  let concurrency: number | undefined;
+  /** The unloaded latency, ms; undefined before the first round. */
+  let floor: number | undefined;
+  // The round in progress.
+  let roundStart = Number.NaN;
+  let samples = 0;
+  let latencySum = 0;
+  let inflightSum = 0;
+  let full = false;
+  // The last counted round: its mean in flight and its latency.
+  let lastInflight = 0;
+  let lastLatency = 0;
+  let rounds = 0;
+
+  const clamp = (n: number) => Math.min(max, Math.max(min, n));
+
+  const endRound = () => {
+    const latency = latencySum / samples;
+    const inflight = inflightSum / samples;
+    // biome-ignore lint/suspicious/noExplicitAny: DEBUG
+    (globalThis as any).__knee?.({ limit, latency, inflight, full, floor, concurrency, samples });
+    // Demand below the limit says nothing about the limit.
+    if (!full) return;
+    if (floor === undefined) floor = latency;
+    else if (latency <= (1 + NO_QUEUE) * floor) {
+      // Nothing queued: the round's latency is the unloaded one. A round of few requests (in
+      // startup) moves it less, so one lucky request cannot set it low.
+      floor += (latency - floor) * FLOOR_SMOOTHING * Math.min(1, samples / CRUISE_SAMPLES);
+    } else if (
+      lastInflight > 0 &&
+      inflight < 0.7 * lastInflight &&
+      latency <= (1 + NO_QUEUE) * lastLatency &&
+      latency > Math.sqrt(inflight / lastInflight) * lastLatency
+    ) {
+      // A third fewer requests in flight, and the latency stayed closer to unchanged than to
+      // falling with them (as it does when they were queued): nothing was queued, the service
+      // itself got slower. Its latency now is the unloaded one.
+      floor = latency;
+    }
+    lastInflight = inflight;
+    lastLatency = latency;
+    const queued = latency / floor;
+    // More in flight than the estimate, and nothing queued: the backend gained capacity (a
+    // failover back to the larger replica). Find it as at the start.
+    if (
+      concurrency !== undefined &&
+      queued <= 1 + NO_QUEUE &&
+      inflight >= (1 + 2 * NO_QUEUE) * concurrency
+    )
+      concurrency = undefined;
+    if (concurrency === undefined && queued < STARTUP_EXIT) {
+      // Startup: everything in flight was in service and the limit was full: double.
+      limit = clamp(limit * 2);
+      return;
+    }
+    // The requests in service: all of those in flight when nothing queued, else Little's law.
+    const estimate = inflight / Math.max(1, queued);
+    concurrency =
+      concurrency === undefined || estimate < FAST_FALL * concurrency
+        ? estimate
+        : concurrency + (estimate - concurrency) * SMOOTHING;
+    // Every PROBE_EVERY rounds one round tries a quarter more (at least one more): if the
+    // backend serves them without queueing, the estimate grows with them.
+    rounds++;
+    const gain =
+      rounds % PROBE_EVERY === 0 ? Math.max(1 + PROBE, 1 + 1 / concurrency) : 1 + headroom;
+    limit = clamp(concurrency * gain);
+  };
+
+  return {
+    get current() {
+      return Math.round(limit);
+    },
+    get floorMs() {
+      return floor;
+    },
+    sample(nowMs, latencyMs, inflight) {
+      const startedAt = nowMs - latencyMs;
+      if (Number.isNaN(roundStart)) roundStart = startedAt;
+      // A round hears only the requests admitted in it, under the limit it set.
+      if (startedAt < roundStart) return;
+      samples++;
+      latencySum += latencyMs;
+      inflightSum += inflight;
+      if (inflight >= Math.round(limit)) full = true;
+      const enough =
+        concurrency === undefined ? Math.min(STARTUP_SAMPLES, Math.round(limit)) : CRUISE_SAMPLES;
+      if (samples < enough) return;
+      endRound();
+      roundStart = nowMs;
+      samples = 0;
+      latencySum = 0;
+      inflightSum = 0;
+      full = false;
+    },
+  };
+}
