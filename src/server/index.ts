@@ -15,7 +15,14 @@ export type {
   ShedEvent,
   ShedReason,
 } from './answers.js';
-export type { AimdOptions, Gradient2Options, LimitEvent, LimitOption } from './limits.js';
+export type { KneeOptions } from './knee.js';
+export type {
+  AimdOptions,
+  ConcurrencyLimit,
+  Gradient2Options,
+  LimitEvent,
+  LimitOption,
+} from './limits.js';
 export type {
   GatewayOptions,
   QueueOptions,

@@ -204,10 +204,12 @@ export interface ShedderHooks {
 /** Options of `createShedder` and of both adapters. */
 export interface ShedderOptions extends ShedderHooks {
   /**
-   * The concurrency limit: a number (fixed) or an adaptive one, `{ kind: 'gradient2' }` or
-   * `{ kind: 'aimd' }` with their own options. The adaptive limits never go below 20: when what
-   * the handler waits on serves fewer at once (a database pool of 10), set this to that number,
-   * or requests wait inside the handler, out of the queue's reach.
+   * The concurrency limit: a number (fixed), an adaptive one, `{ kind: 'gradient2' }`,
+   * `{ kind: 'aimd' }` or `{ kind: 'knee' }` with their own options, or a limit of your own
+   * (`{ current, sample }`). Gradient2 and AIMD never go below 20: when what the handler waits on
+   * serves fewer at once (a database pool of 10), set this to that number, or requests wait
+   * inside the handler, out of the queue's reach. The knee limit finds that number by itself
+   * (docs/server.md says where it does and does not yet).
    * @default { kind: 'gradient2' } (initial 20, min 20, max 200, smoothing 0.2, tolerance 1.5)
    * @example
    * ```ts
@@ -217,6 +219,8 @@ export interface ShedderOptions extends ShedderHooks {
   limit?: LimitOption | undefined;
   /**
    * The bounded CoDel queue in front of the limit, or `false` to reject at once when full.
+   * With the knee limit, the target and interval not given follow the unloaded latency it
+   * measures (the interval that latency, the target a quarter of it).
    * @default { capacity: 100, targetMs: 5, intervalMs: 100 }
    * @example
    * ```ts

@@ -76,6 +76,7 @@ function javaInt(x: number): number {
 export interface VegasPortOptions {
   /**
    * Uniform in [0, 1): draws the probe jitter (Netflix: `ThreadLocalRandom.nextDouble(0.5, 1)`).
+   * @default (required)
    * @example
    * ```ts
    * vegasPort({ random: rng.random.bind(rng) })
@@ -349,6 +350,7 @@ class Circllhist {
 export interface EnvoyGradientPortOptions {
   /**
    * Uniform in [0, 1): draws the minRTT window's start jitter (Envoy: `random_.random() % range`).
+   * @default (required)
    * @example
    * ```ts
    * envoyGradientPort({ random: rng.random.bind(rng) })
@@ -743,6 +745,7 @@ export interface GoZeroPortOptions {
    * Reads the caller's number of requests in flight now, after the finishing request has left
    * (go-zero's own `flying` counter, which feeds `avgFlying`). Without it the port takes the
    * in-flight count the finishing request started with, less itself: an estimate.
+   * @default undefined
    * @example
    * ```ts
    * goZeroPort({ inflightNow: () => server.inflight })
@@ -1310,6 +1313,7 @@ export interface FailsafeGoPortOptions {
    * the port adds it back, since failsafe-go releases the permit only after updating (its
    * `semaphore.IsFull()` is the "overloaded" signal). Without it the port takes the in-flight
    * count the finishing request started with: an estimate.
+   * @default undefined
    * @example
    * ```ts
    * failsafeGoPort({ inflightNow: () => server.inflight })

@@ -14,23 +14,86 @@ export interface ConcurrencyStep {
 }
 
 export interface LimitCellOptions {
-  /** The limit under test: what `createShedder` takes, or a factory for a fresh one. */
+  /**
+   * The limit under test: what `createShedder` takes, or a factory for a fresh one.
+   * @default (required)
+   * @example
+   * ```ts
+   * { limit: { kind: 'knee' } }
+   * ```
+   */
   readonly limit: LimitOption | (() => ConcurrencyLimit);
-  /** The backend's true concurrency at the start. */
+  /**
+   * The backend's true concurrency at the start.
+   * @default (required)
+   * @example
+   * ```ts
+   * { concurrency: 4 }
+   * ```
+   */
   readonly concurrency: number;
-  /** Mean service time of one request, ms (uniform over [0.9, 1.1] times it). */
+  /**
+   * Mean service time of one request, ms (uniform over [0.9, 1.1] times it).
+   * @default (required)
+   * @example
+   * ```ts
+   * { serviceMs: 20 }
+   * ```
+   */
   readonly serviceMs: number;
-  /** Offered load as a multiple of the starting capacity (concurrency / serviceMs). */
+  /**
+   * Offered load as a multiple of the starting capacity (concurrency / serviceMs).
+   * @default (required)
+   * @example
+   * ```ts
+   * { load: 2 }
+   * ```
+   */
   readonly load: number;
-  /** Virtual time simulated, ms. */
+  /**
+   * Virtual time simulated, ms.
+   * @default (required)
+   * @example
+   * ```ts
+   * { durationMs: 10_000 }
+   * ```
+   */
   readonly durationMs: number;
-  /** Measure goodput and latencies from this time on, ms. */
+  /**
+   * Measure goodput and latencies from this time on, ms.
+   * @default (required)
+   * @example
+   * ```ts
+   * { measureFromMs: 5000 }
+   * ```
+   */
   readonly measureFromMs: number;
-  /** Changes of the backend's concurrency during the run. */
+  /**
+   * Changes of the backend's concurrency during the run.
+   * @default []
+   * @example
+   * ```ts
+   * { steps: [{ atMs: 5000, concurrency: 4 }] }
+   * ```
+   */
   readonly steps?: readonly ConcurrencyStep[];
-  /** The seed of the arrivals and service times. */
+  /**
+   * The seed of the arrivals and service times.
+   * @default (required)
+   * @example
+   * ```ts
+   * { seed: 1 }
+   * ```
+   */
   readonly seed: number;
-  /** The engine's timers fire this many ms late, as real timers do on a busy machine. */
+  /**
+   * The engine's timers fire this many ms late, as real timers do on a busy machine.
+   * @default 0
+   * @example
+   * ```ts
+   * { lateMs: 3 }
+   * ```
+   */
   readonly lateMs?: number;
 }
 
