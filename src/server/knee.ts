@@ -66,8 +66,8 @@ const KNEE_KEYS = ['kind', 'initial', 'min', 'max', 'headroom'];
  */
 const STARTUP_SAMPLES = 4;
 const CRUISE_SAMPLES = 16;
-/** Startup ends when the latency grows by half over the unloaded one: the knee is behind. */
-const STARTUP_EXIT = 1.5;
+/** Startup ends when the latency grows by a quarter over the unloaded one: the knee is behind. */
+const STARTUP_EXIT = 1.25;
 /** Latency within this share of the unloaded latency: nothing is queued. */
 const NO_QUEUE = 0.05;
 /** How much of a round's estimate enters the smoothed one, when the estimate does not fall fast. */
@@ -77,6 +77,8 @@ const FAST_FALL = 0.8;
 /** One round in this many probes for more capacity, with this much more than the estimate. */
 const PROBE_EVERY = 16;
 const PROBE = 0.25;
+/** After this many falls of the estimate in a row, the service itself got slower. */
+const SLOWER_AFTER_FALLS = 3;
 /** How much of an unqueued round's latency enters the unloaded latency. */
 const FLOOR_SMOOTHING = 0.25;
 
@@ -85,17 +87,18 @@ function count(owner: string, name: string, value: unknown, fallback: number, mi
 }
 
 /**
- * The knee limit (stormproof's default): learns the backend's concurrency with no setting, in a
- * few rounds, and follows it when it changes.
+ * The knee limit: learns the backend's concurrency with no setting, in a few rounds, and
+ * follows it when it changes.
  *
- * - A round lasts until a request admitted after it began finishes (about one round trip), and
- *   at least 4 completions. Only rounds in which the limit was full count: a round with demand
- *   below the limit says nothing about the limit.
- * - The unloaded latency is the mean latency of rounds in which nothing queued, smoothed; a
- *   round that queued moves it only when its latency did not follow a change of the requests in
- *   flight (nothing was queued: the service itself got slower).
- * - Nothing queued and the limit full: double (startup). Something queued: the limit becomes
- *   the estimated concurrency plus the headroom, at once when it fell by a fifth or more.
+ * - A round hears only the requests admitted in it, and ends once enough of them finished (as
+ *   many as the limit up to 4 in startup, 16 after).
+ * - Startup: the limit full and the latency within a quarter of the unloaded one: double.
+ * - A round that queued: the limit becomes the estimated concurrency plus the headroom, at once
+ *   when the estimate fell by a fifth or more, smoothed otherwise. One round in 16 probes a
+ *   quarter higher. Rounds with demand below the limit and nothing queued teach it nothing.
+ * - The unloaded latency is the mean of startup's rounds below the knee, then of rounds in
+ *   which nothing queued; three falls of the estimate in a row mean the service got slower, and
+ *   its latency then is the new unloaded one.
  */
 export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   const owner = 'server limit (knee)';
@@ -124,8 +127,11 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   let inflightSum = 0;
   let full = false;
   // The last counted round: its mean in flight and its latency.
-  let lastInflight = 0;
-  let lastLatency = 0;
+  /** Latencies of startup rounds below the knee: their mean is the unloaded latency. */
+  let startupSum = 0;
+  let startupCount = 0;
+  /** Rounds in a row whose estimate fell by a fifth or more. */
+  let falls = 0;
   let rounds = 0;
 
   const clamp = (n: number) => Math.min(max, Math.max(min, n));
@@ -133,28 +139,30 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   const endRound = () => {
     const latency = latencySum / samples;
     const inflight = inflightSum / samples;
-    // biome-ignore lint/suspicious/noExplicitAny: DEBUG
-    (globalThis as any).__knee?.({ limit, latency, inflight, full, floor, concurrency, samples });
-    // Demand below the limit says nothing about the limit.
-    if (!full) return;
-    if (floor === undefined) floor = latency;
-    else if (latency <= (1 + NO_QUEUE) * floor) {
+    // Demand below the limit, with nothing queued, says nothing about the limit. A round that
+    // queued below the limit (requests admitted before it still ahead of them) says the backend
+    // is past its knee: it counts.
+    if (!full && (floor === undefined || latency <= (1 + NO_QUEUE) * floor)) return;
+    if (
+      floor === undefined ||
+      (full && concurrency === undefined && latency < STARTUP_EXIT * floor)
+    ) {
+      // Startup, below the knee: every request was in service. The unloaded latency is the mean
+      // of all of them (a first round of one lucky request must not set it low for good).
+      startupSum += latencySum;
+      startupCount += samples;
+      floor = startupSum / startupCount;
+    } else if (latency <= (1 + NO_QUEUE) * floor) {
       // Nothing queued: the round's latency is the unloaded one. A round of few requests (in
       // startup) moves it less, so one lucky request cannot set it low.
       floor += (latency - floor) * FLOOR_SMOOTHING * Math.min(1, samples / CRUISE_SAMPLES);
-    } else if (
-      lastInflight > 0 &&
-      inflight < 0.7 * lastInflight &&
-      latency <= (1 + NO_QUEUE) * lastLatency &&
-      latency > Math.sqrt(inflight / lastInflight) * lastLatency
-    ) {
-      // A third fewer requests in flight, and the latency stayed closer to unchanged than to
-      // falling with them (as it does when they were queued): nothing was queued, the service
-      // itself got slower. Its latency now is the unloaded one.
+    } else if (falls >= SLOWER_AFTER_FALLS) {
+      // The estimate fell by a fifth or more round after round: a backend that lost capacity
+      // settles after one cut, so this is a service that got slower, at every load. Its latency
+      // now, with the few requests still admitted, is the unloaded one.
       floor = latency;
+      falls = 0;
     }
-    lastInflight = inflight;
-    lastLatency = latency;
     const queued = latency / floor;
     // More in flight than the estimate, and nothing queued: the backend gained capacity (a
     // failover back to the larger replica). Find it as at the start.
@@ -164,22 +172,26 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       inflight >= (1 + 2 * NO_QUEUE) * concurrency
     )
       concurrency = undefined;
-    if (concurrency === undefined && queued < STARTUP_EXIT) {
+    if (full && concurrency === undefined && queued < STARTUP_EXIT) {
       // Startup: everything in flight was in service and the limit was full: double.
       limit = clamp(limit * 2);
       return;
     }
     // The requests in service: all of those in flight when nothing queued, else Little's law.
     const estimate = inflight / Math.max(1, queued);
+    const fell = concurrency !== undefined && estimate < FAST_FALL * concurrency;
+    falls = fell ? falls + 1 : 0;
     concurrency =
-      concurrency === undefined || estimate < FAST_FALL * concurrency
+      concurrency === undefined || fell
         ? estimate
         : concurrency + (estimate - concurrency) * SMOOTHING;
     // Every PROBE_EVERY rounds one round tries a quarter more (at least one more): if the
     // backend serves them without queueing, the estimate grows with them.
+    // A probe of one request more than a small estimate adds much more than a quarter: it
+    // comes as much less often, so it costs about the same share of requests.
     rounds++;
-    const gain =
-      rounds % PROBE_EVERY === 0 ? Math.max(1 + PROBE, 1 + 1 / concurrency) : 1 + headroom;
+    const every = PROBE_EVERY * Math.max(1, Math.round(1 / (PROBE * concurrency)));
+    const gain = rounds % every === 0 ? Math.max(1 + PROBE, 1 + 1 / concurrency) : 1 + headroom;
     limit = clamp(concurrency * gain);
   };
 

@@ -220,7 +220,7 @@ export interface ShedderOptions extends ShedderHooks {
   /**
    * The bounded CoDel queue in front of the limit, or `false` to reject at once when full.
    * With the knee limit, the target and interval not given follow the unloaded latency it
-   * measures (the interval that latency, the target a quarter of it).
+   * measures (the interval half that latency, the target a quarter of it).
    * @default { capacity: 100, targetMs: 5, intervalMs: 100 }
    * @example
    * ```ts

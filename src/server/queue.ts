@@ -46,9 +46,9 @@ const FOLLOW_MAX_MS = 1000;
  *
  * CoDel's 5 ms target and 100 ms interval suit a service that answers in tens of milliseconds.
  * When the limit measures the backend's unloaded latency and the times were not given, they
- * follow it: the interval is that latency (a request may wait about as long as it takes to
- * serve one; between 1 ms and 1 s) and the target a quarter of it, so an admitted request
- * spends at most about twice its unloaded latency, however fast or slow the backend is.
+ * follow it: the interval is half that latency (between 1 ms and 1 s) and the target a quarter
+ * of it, so an admitted request waits at most about half its service time in the queue,
+ * however fast or slow the backend is.
  */
 export class CodelQueue<A> {
   private readonly deques: Waiter<A>[][];
@@ -83,8 +83,8 @@ export class CodelQueue<A> {
   private retime(): void {
     const latency = this.settings.follow?.();
     if (latency === undefined || !(latency > 0)) return;
-    this.intervalMs = Math.min(FOLLOW_MAX_MS, Math.max(FOLLOW_MIN_MS, latency));
-    this.targetMs = this.intervalMs / 4;
+    this.intervalMs = Math.min(FOLLOW_MAX_MS, Math.max(FOLLOW_MIN_MS, latency / 2));
+    this.targetMs = Math.min(this.intervalMs / 2, latency / 4);
   }
 
   get full(): boolean {
