@@ -61,7 +61,7 @@ export function serverSection(
   const p = guarded[0]!.parameters;
   const chart: LineChart = {
     kind: 'line',
-    title: 'share of new requests the API servers admit',
+    title: 'share of the concurrency limit the API servers let run at once',
     xLabel: 'seconds since the start of the run',
     yLabel: 'share admitted (mean over the servers)',
     x: guarded[0]!.series.map((s) => s.t),
@@ -80,7 +80,7 @@ export function serverSection(
   return {
     heading: "What the API servers' protection did",
     text: [
-      `stormproof/server: each of the ${num(p.apiServers)} API servers runs the real engine (createShedder with its defaults: a Gradient2 concurrency limit, a CoDel queue of 100, first attempts before retries, a spread Retry-After of 1 to 5 s, reopening in 20% steps with an error and latency check per step) on the simulator's clock. The fault trips each server's ramp; it holds at its 10% floor while the database fails, then climbs back step by step. all-or-nothing: Fastify under-pressure's mechanism, a sample a second of how long the CPU queue's oldest request has waited, and while it is over 1 s every request gets a 503 with Retry-After: 10. Goodput is back when, every second to the end of the run, taps ending with a forecast are at least 95% of the taps started.`,
+      `stormproof/server: each of the ${num(p.apiServers)} API servers runs the real engine (createShedder with its defaults: a Gradient2 concurrency limit, a CoDel queue of 100, first attempts before retries, a spread Retry-After of 1 to 5 s, reopening in steps of 20% of its concurrency limit with an error and latency check per step) on the simulator's clock. The fault trips each server's ramp; it holds at its 10% floor while the database fails, then climbs back step by step. all-or-nothing: Fastify under-pressure's mechanism, a sample a second of how long the CPU queue's oldest request has waited, and while it is over 1 s every request gets a 503 with Retry-After: 10. Goodput is back when, every second to the end of the run, taps ending with a forecast are at least 95% of the taps started.`,
     ],
     table: {
       head: ['', ...guarded.map(name)],

@@ -14,7 +14,7 @@ import { PUSHBACK_HEADER } from './request-info.js';
  *   past what a request may wait there: rejected on arrival rather than after waiting.
  * - `'queue-timeout'`: it waited in the queue past its time (CoDel).
  * - `'abandoned'`: its caller went away while it waited.
- * - `'ramp'`: the server is reopening in steps and this request fell outside the share.
+ * - `'ramp'`: the server is reopening in steps and the step's share of the limit was running.
  * - `'throttle'`: gateway mode: the downstream is failing and this request was rejected here.
  */
 export type ShedReason =

@@ -57,7 +57,7 @@ export interface QueueOptions {
 /** Options of the ramp (reopening in steps). */
 export interface RampOptions {
   /**
-   * The shares admitted, step by step; the last should be 1.
+   * The shares of the concurrency limit that may run at once, step by step; the last should be 1.
    * @default [0.2, 0.4, 0.6, 0.8, 1]
    * @example
    * ```ts

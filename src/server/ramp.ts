@@ -1,6 +1,7 @@
 // Reopening in steps: the on-call engineer's procedure from a real retry storm, automated.
-// After an episode of failures (or when told a dependency is back), admit a growing share of
-// traffic, check the error rate and latency over each step's window, and step back on failure.
+// After an episode of failures (or when told a dependency is back), let a growing share of the
+// concurrency limit run at once, check the error rate and latency over each step's window, and
+// step back on failure.
 
 /** Why the ramp moved. */
 export type RampReason =
@@ -13,7 +14,7 @@ export type RampReason =
 
 /** One move of the ramp. */
 export interface RampEvent {
-  /** The share of new requests admitted from now on, in (0, 1]. */
+  /** The share of the concurrency limit that may run at once from now on, in (0, 1]. */
   readonly share: number;
   /** The index of the step in `steps`, or -1 at the floor. */
   readonly step: number;
@@ -61,7 +62,7 @@ export class Ramp {
     this.step = settings.steps.length;
   }
 
-  /** The share of new requests to admit now. */
+  /** The share of the concurrency limit that may run at once now. */
   get share(): number {
     const { steps, floor } = this.settings;
     if (this.step >= steps.length) return 1;

@@ -46,7 +46,7 @@ export interface ShedderStats {
   /** Completions per second: an exponential average over 100 ms windows (undefined at first). */
   readonly drainPerSecond: number | undefined;
   /**
-   * The share of new requests the ramp admits, and its step (-1 at the floor, `steps.length`
+   * The share of the limit the ramp lets run at once, and its step (-1 at the floor, `steps.length`
    * when open, undefined when the ramp is off).
    */
   readonly rampShare: number;
@@ -122,6 +122,11 @@ export function createShedder(options?: ShedderOptions): Shedder {
     const perSecond = pushback.drainPerSecond(nowMs);
     return perSecond === undefined ? undefined : perSecond / 1000;
   };
+  /** While the ramp is not open: how many may run at once, its share of the limit (at least 1). */
+  const rampCap = (): number =>
+    ramp !== undefined && ramp.share < 1
+      ? Math.max(1, ramp.share * limiter.current)
+      : Number.POSITIVE_INFINITY;
   let admittedCount = 0;
   let queueDelayMs = 0;
 
@@ -165,7 +170,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
   /** Serves waiters while there is room under the limit. */
   const drain = (q: CodelQueue<Admission>, nowMs: number): void => {
     const retriesFirst = () => shares.retriesFirst(limiter.current);
-    while (q.length > 0 && shares.inflight < limiter.current) {
+    while (q.length > 0 && shares.inflight < Math.min(limiter.current, rampCap())) {
       const maxWait = q.maxWait(nowMs);
       const waiter = q.take(nowMs, retriesFirst)!;
       const delay = nowMs - waiter.enqueuedAt;
@@ -200,8 +205,10 @@ export function createShedder(options?: ShedderOptions): Shedder {
       }
     }
     const retry = isRetry(header);
-    if (ramp && ramp.share < 1 && random() >= ramp.share)
-      return answers.comeBackLater('ramp', retry, nowMs);
+    // Reopening in steps caps how many run at once at the step's share of the limit: it holds
+    // back a flood, and never refuses traffic that would not fill its share (clients that obey
+    // their Retry-After, breakers probing, a quiet hour).
+    if (shares.inflight >= rampCap()) return answers.comeBackLater('ramp', retry, nowMs);
     // The limit is a cap, whatever the mix: the shares only decide who waits in the queue goes
     // first (Netflix's partitions let a share under its guarantee run past the limit; a pool of
     // 32 then saw nearly twice that in a storm). A queue only holds requests while the limit is

@@ -94,7 +94,7 @@ export interface StormServerRampStep {
   readonly atSeconds: number;
   /** Which API server (0-based). */
   readonly server: number;
-  /** The share of new requests it admits from then on. */
+  /** The share of its concurrency limit it lets run at once from then on. */
   readonly share: number;
   /** Why: the engine's `RampEvent` reason. */
   readonly reason: RampReason;
@@ -112,7 +112,7 @@ export interface StormServerReport {
    */
   readonly shed: Readonly<Record<string, number>>;
   /**
-   * Per second, at its end: the mean share of new requests the servers' ramps admit
+   * Per second, at its end: the mean share of the limit the servers' ramps let run at once
    * (stormproof), or 1 when the all-or-nothing shedder is open and 0 while it rejects everything.
    */
   readonly admittedShare: readonly number[];
