@@ -429,11 +429,11 @@ describe.concurrent('usage errors: one line naming the option, exit code 2', () 
     ],
     [
       ['sim', 'hurd'],
-      'stormproof sim: unknown scenario "hurd"; expected one of herd, budget, brooker, layers, storm, timers',
+      'stormproof sim: unknown scenario "hurd"; expected one of herd, budget, brooker, layers, storm, timers, limits',
     ],
     [
       ['sim'],
-      'stormproof sim: which scenario? One of herd, budget, brooker, layers, storm, timers',
+      'stormproof sim: which scenario? One of herd, budget, brooker, layers, storm, timers, limits',
     ],
     [
       ['simulate'],

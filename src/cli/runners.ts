@@ -14,6 +14,7 @@ import {
   type StormOptions,
   type TimersOptions,
 } from '../sim/index.js';
+import { type LimitsSweepOptions, runLimitsSweep } from '../sim/limits/sweep.js';
 import { type HerdTimelineOptions, herdTimeline } from './herd-timeline.js';
 
 /** Reports the share of the work done, from 0 to 1. */
@@ -29,6 +30,8 @@ export const RUNNERS = {
   layers: (options: LayersOptions) => runLayers(options),
   storm: (options: StormOptions, onProgress: Progress) => runStorm({ ...options, onProgress }),
   timers: (options: TimersOptions) => runTimers(options),
+  limits: (options: LimitsSweepOptions, onProgress: Progress) =>
+    runLimitsSweep({ ...options, onProgress }),
 } as const;
 
 /** The name of a run. */

@@ -1,0 +1,251 @@
+// `stormproof sim limits`: one contender (a concurrency limit) in front of every backend of a
+// grid (true concurrency C x service time S x offered load), and through a failover to a smaller
+// replica and back. The targets a cell is judged on: the limit inside [C, 1.3 C + 1] for good
+// within 3 s (or 20 round trips), goodput at least 95 % of capacity, admitted p99 at most 2 S.
+import type { ConcurrencyLimit, LimitOption } from '../../server/limits.js';
+import { envoyGradientPort, failsafeGoPort, goZeroPort, vegasPort } from './ports.js';
+import { bandEntryMs, type LimitPoint, runLimitCell } from './run.js';
+
+/** The limits `stormproof sim limits` compares. */
+export const LIMIT_CONTENDERS = [
+  'knee',
+  'gradient2',
+  'vegas',
+  'envoy',
+  'go-zero',
+  'failsafe-go',
+] as const;
+export type LimitContender = (typeof LIMIT_CONTENDERS)[number];
+
+/** Park-Miller, seeded: a port's jitter repeats exactly. */
+function seeded(seed: number): () => number {
+  let s = (Math.abs(Math.floor(seed)) % 2147483646) + 1;
+  return () => {
+    s = (s * 48271) % 2147483647;
+    return (s - 1) / 2147483646;
+  };
+}
+
+/** The limit a contender's name stands for: an option of `createShedder`, or a fresh port. */
+export function contenderLimit(
+  name: LimitContender,
+  seed: number,
+): LimitOption | (() => ConcurrencyLimit) {
+  switch (name) {
+    case 'knee':
+      return { kind: 'knee' };
+    case 'gradient2':
+      return { kind: 'gradient2' };
+    case 'vegas':
+      return () => vegasPort({ random: seeded(seed) });
+    case 'envoy':
+      return () => envoyGradientPort({ random: seeded(seed) });
+    case 'go-zero':
+      return () => goZeroPort();
+    case 'failsafe-go':
+      return () => failsafeGoPort();
+  }
+}
+
+export interface LimitsSweepOptions {
+  /**
+   * The limit under test.
+   * @default (required)
+   * @example
+   * ```ts
+   * { contender: 'knee' }
+   * ```
+   */
+  readonly contender: LimitContender;
+  /**
+   * The backends' true concurrencies.
+   * @default [1, 4, 10, 32, 100, 1000]
+   * @example
+   * ```ts
+   * { concurrencies: [4, 32] }
+   * ```
+   */
+  readonly concurrencies?: readonly number[];
+  /**
+   * The backends' service times, ms.
+   * @default [1, 20, 200]
+   * @example
+   * ```ts
+   * { servicesMs: [20] }
+   * ```
+   */
+  readonly servicesMs?: readonly number[];
+  /**
+   * Offered loads, as multiples of the backend's capacity.
+   * @default [2, 5]
+   * @example
+   * ```ts
+   * { loads: [2] }
+   * ```
+   */
+  readonly loads?: readonly number[];
+  /**
+   * The most requests a cell may offer; a cell above it is skipped (reported, not run). C = 1000
+   * at S = 1 ms and 5x is five million requests a second of virtual time.
+   * @default 3_000_000
+   * @example
+   * ```ts
+   * { maxRequests: 500_000 }
+   * ```
+   */
+  readonly maxRequests?: number;
+  /**
+   * The seed of every cell's arrivals and service times, and of a port's jitter.
+   * @default 1
+   * @example
+   * ```ts
+   * { seed: 2 }
+   * ```
+   */
+  readonly seed?: number;
+  /**
+   * Hears how many cells are done.
+   * @default undefined
+   * @example
+   * ```ts
+   * { onProgress: (done, total) => bar.update(done / total) }
+   * ```
+   */
+  readonly onProgress?: ((done: number, total: number) => void) | undefined;
+}
+
+/** One backend, one load: how the contender did. */
+export interface LimitsCell {
+  readonly concurrency: number;
+  readonly serviceMs: number;
+  readonly load: number;
+  /** Skipped: more requests than `maxRequests`. */
+  readonly skipped: boolean;
+  /** When the limit entered the band for good, ms; null when it never did. */
+  readonly bandEntryMs: number | null;
+  readonly goodput: number;
+  readonly admittedP99: number;
+  readonly rejectionP99Ms: number;
+  /** Where the limit ended. */
+  readonly finalLimit: number;
+  /** All three targets met. */
+  readonly pass: boolean;
+}
+
+/** The failover: C from 32 to 4 and back, S = 20 ms, offered twice the larger capacity. */
+export interface LimitsStep {
+  /** Into [4, 6.2] after the drop, and back into [32, 42.6] after the return, ms (null: never). */
+  readonly downMs: number | null;
+  readonly upMs: number | null;
+  /** Both within 2 s. */
+  readonly pass: boolean;
+  /** The limit over the run, at most one point per 10 ms. */
+  readonly trace: readonly LimitPoint[];
+}
+
+export interface LimitsSweepResult {
+  readonly contender: LimitContender;
+  readonly cells: readonly LimitsCell[];
+  readonly step: LimitsStep;
+}
+
+/** How long a cell runs: 6 s, or 40 round trips of a slow backend. */
+export function cellDurationMs(serviceMs: number): number {
+  return Math.max(6000, 40 * serviceMs);
+}
+
+/** Keeps at most one point per `ms` (the last of each), so a trace stays short. */
+function thin(trace: readonly LimitPoint[], ms: number): LimitPoint[] {
+  const out: LimitPoint[] = [];
+  for (const p of trace) {
+    const last = out.at(-1);
+    if (last !== undefined && Math.floor(last.atMs / ms) === Math.floor(p.atMs / ms)) out.pop();
+    out.push(p);
+  }
+  return out;
+}
+
+/** Runs one contender over the grid and the failover. Exact and repeatable for a seed. */
+export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
+  const concurrencies = o.concurrencies ?? [1, 4, 10, 32, 100, 1000];
+  const servicesMs = o.servicesMs ?? [1, 20, 200];
+  const loads = o.loads ?? [2, 5];
+  const maxRequests = o.maxRequests ?? 3_000_000;
+  const seed = o.seed ?? 1;
+  const total = concurrencies.length * servicesMs.length * loads.length + 1;
+  let done = 0;
+  const cells: LimitsCell[] = [];
+  for (const concurrency of concurrencies) {
+    for (const serviceMs of servicesMs) {
+      for (const load of loads) {
+        const durationMs = cellDurationMs(serviceMs);
+        const requests = (load * concurrency * durationMs) / serviceMs;
+        if (requests > maxRequests) {
+          cells.push({
+            concurrency,
+            serviceMs,
+            load,
+            skipped: true,
+            bandEntryMs: null,
+            goodput: 0,
+            admittedP99: 0,
+            rejectionP99Ms: 0,
+            finalLimit: 0,
+            pass: false,
+          });
+        } else {
+          const r = runLimitCell({
+            limit: contenderLimit(o.contender, seed),
+            concurrency,
+            serviceMs,
+            load,
+            durationMs,
+            measureFromMs: durationMs / 2,
+            seed,
+          });
+          const entry = bandEntryMs(r.trace, concurrency, 1.3 * concurrency + 1);
+          const inTime = entry !== undefined && entry <= Math.max(3000, 20 * serviceMs);
+          cells.push({
+            concurrency,
+            serviceMs,
+            load,
+            skipped: false,
+            bandEntryMs: entry ?? null,
+            goodput: r.goodput,
+            admittedP99: r.admittedP99,
+            rejectionP99Ms: r.rejectionP99Ms,
+            finalLimit: r.trace.at(-1)?.limit ?? 0,
+            pass: inTime && r.goodput >= 0.95 && r.admittedP99 <= 2,
+          });
+        }
+        o.onProgress?.(++done, total);
+      }
+    }
+  }
+  const s = runLimitCell({
+    limit: contenderLimit(o.contender, seed),
+    concurrency: 32,
+    serviceMs: 20,
+    load: 2,
+    durationMs: 9000,
+    measureFromMs: 1000,
+    steps: [
+      { atMs: 3000, concurrency: 4 },
+      { atMs: 6000, concurrency: 32 },
+    ],
+    seed,
+  });
+  const downMs = bandEntryMs(s.trace, 4, 6.2, 3000, 6000) ?? null;
+  const upMs = bandEntryMs(s.trace, 32, 42.6, 6000) ?? null;
+  o.onProgress?.(++done, total);
+  return {
+    contender: o.contender,
+    cells,
+    step: {
+      downMs,
+      upMs,
+      pass: downMs !== null && downMs <= 2000 && upMs !== null && upMs <= 2000,
+      trace: thin(s.trace, 10),
+    },
+  };
+}
