@@ -37,6 +37,11 @@ if (protection === 'stormproof') {
   app.addHook('onRequest', (request, reply, done) =>
     shed(request.raw, reply.raw, admitted(request, done)),
   );
+} else if (protection === 'stormproof-knee') {
+  const shed = nodeMiddleware({ limit: { kind: 'knee' } });
+  app.addHook('onRequest', (request, reply, done) =>
+    shed(request.raw, reply.raw, admitted(request, done)),
+  );
 } else if (protection === 'under-pressure') {
   // Every check is off by default; event-loop delay and utilisation as its README shows them.
   await app.register(underPressure, { maxEventLoopDelay: 100, maxEventLoopUtilization: 0.98 });
