@@ -119,7 +119,7 @@ export interface LimitCellResult {
 }
 
 /** Park-Miller's minimal standard generator: seeded, exact, fast. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let s = (Math.abs(Math.floor(seed)) % 2147483646) + 1;
   return () => {
     s = (s * 48271) % 2147483647;

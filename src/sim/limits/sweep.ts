@@ -4,7 +4,7 @@
 // within 3 s (or 20 round trips), goodput at least 95 % of capacity, admitted p99 at most 2 S.
 import type { ConcurrencyLimit, LimitOption } from '../../server/limits.js';
 import { envoyGradientPort, failsafeGoPort, goZeroPort, vegasPort } from './ports.js';
-import { bandEntryMs, type LimitPoint, runLimitCell } from './run.js';
+import { bandEntryMs, type LimitPoint, runLimitCell, seededRandom } from './run.js';
 
 /** The limits `stormproof sim limits` compares. */
 export const LIMIT_CONTENDERS = [
@@ -17,15 +17,6 @@ export const LIMIT_CONTENDERS = [
 ] as const;
 export type LimitContender = (typeof LIMIT_CONTENDERS)[number];
 
-/** Park-Miller, seeded: a port's jitter repeats exactly. */
-function seeded(seed: number): () => number {
-  let s = (Math.abs(Math.floor(seed)) % 2147483646) + 1;
-  return () => {
-    s = (s * 48271) % 2147483647;
-    return (s - 1) / 2147483646;
-  };
-}
-
 /** The limit a contender's name stands for: an option of `createShedder`, or a fresh port. */
 export function contenderLimit(
   name: LimitContender,
@@ -37,9 +28,9 @@ export function contenderLimit(
     case 'gradient2':
       return { kind: 'gradient2' };
     case 'vegas':
-      return () => vegasPort({ random: seeded(seed) });
+      return () => vegasPort({ random: seededRandom(seed) });
     case 'envoy':
-      return () => envoyGradientPort({ random: seeded(seed) });
+      return () => envoyGradientPort({ random: seededRandom(seed) });
     case 'go-zero':
       return () => goZeroPort();
     case 'failsafe-go':
