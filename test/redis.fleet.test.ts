@@ -15,7 +15,14 @@ const OPEN_MS = 400; // open periods of 200-400 ms, then 400-800 ms after a fail
 const MEMBER = fileURLToPath(new URL('./fixtures/breaker-fleet-member.mjs', import.meta.url));
 const REDIS = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
 
+interface Call {
+  at: number;
+  admitted: boolean;
+  retryAfterMs: number | null;
+}
 interface Stats {
+  log: Call[];
+  trips: Array<{ start: number; end: number | null; ok: boolean }>;
   calls: number;
   closedCalls: number;
   closedTrips: number;
@@ -104,6 +111,64 @@ function ask(child: ChildProcess): Promise<Report> {
   });
 }
 const reportAll = () => Promise.all(fleet.map(ask));
+
+const SYNC_MS = 50; // the registry's default syncMs
+
+/**
+ * Checks that a process saw a change made in Redis between `from` (read before it was sent) and
+ * `by` (read after Redis answered) as soon as the sync rule lets it, judged against the process's
+ * own calls and round trips rather than wall time (fifty processes on two cores run their timers
+ * late): a round trip out in between may or may not carry the change; the first one started
+ * after `by` began at the first call that found the copy `SYNC_MS` old, and the first call after
+ * the round trip that carried the change was refused as `refused` says. Returns the wall-clock
+ * delay from `by`, or what went wrong.
+ */
+function seenAtNextSync(
+  r: Report,
+  from: number,
+  by: number,
+  refused: (c: Call) => boolean,
+): number | string {
+  for (const trip of r.stats.trips.filter((t) => t.end === null || t.end > from)) {
+    if (trip.end === null) return 'a round trip since the change never answered';
+    const ended = r.stats.trips.filter((t) => t.end !== null && t.end <= trip.start);
+    const answered = ended.filter((t) => t.ok);
+    const syncedAt = Math.max(...answered.map((t) => t.end!));
+    // (The window starts at the last report; without a sync in it, when one was due is unknown.
+    // After a failed round trip the breaker rightly waits a while before it talks again.)
+    if (trip.start > by && answered.length > 0 && !ended.some((t) => !t.ok && t.end! > syncedAt)) {
+      // Due at the first call that finds the copy SYNC_MS old. Two calls of slack: the breaker
+      // stamps the answer on its own clock a moment after this process saw it (a fraction of a
+      // millisecond can push the due call to the next one), and a timer delayed on a busy machine
+      // runs the next call soon after; 2 ms as a call's time is read before it records. The sync
+      // after this one would be SYNC_MS (five calls) later, so this still pins "the next sync".
+      const due = r.stats.log.findIndex((c) => c.at >= syncedAt + SYNC_MS);
+      const latest = due === -1 ? undefined : r.stats.log[due + 2];
+      if (latest !== undefined && trip.start > latest.at + 2) {
+        const near = r.stats.trips.filter((t) => t.start >= syncedAt - 100);
+        return `a sync due at ${r.stats.log[due]!.at} started at ${trip.start}; trips ${JSON.stringify(near)}`;
+      }
+    }
+    const next = r.stats.log.find((c) => c.at > trip.end!);
+    if (next === undefined) return 'no call after the round trip answered';
+    if (refused(next)) return Math.max(0, next.at - by);
+    if (trip.start > by)
+      return `the call after the answer was not refused: ${JSON.stringify(next)}`;
+  }
+  return 'no round trip since the change';
+}
+
+function expectSeenByAll(
+  reports: Report[],
+  from: number,
+  by: number,
+  refused: (c: Call) => boolean,
+): void {
+  const seen = reports.map((r) => seenAtNextSync(r, from, by, refused));
+  const delays = seen.filter((d): d is number => typeof d === 'number');
+  console.log(`seen after ${Math.min(...delays)} to ${Math.max(...delays)} ms of wall time`);
+  expect(seen.filter((d) => typeof d === 'string')).toEqual([]);
+}
 const tell = (m: object) => {
   for (const c of fleet) c.send(m);
 };
@@ -167,8 +232,9 @@ describe('a breaker shared by 50 processes through Redis', () => {
     expect(trips / calls).toBeLessThan(0.5);
   });
 
-  it('a trip is seen by every process within 100 ms', async () => {
+  it('a trip is seen by every process at its next sync', async () => {
     await reportAll();
+    await sleep(150); // a sync or two in the window, so each process's last one is known
     // This process reports five failures in one batch, as a breaker does when they come faster
     // than a round trip: the key opens in Redis at once. (Reported one by one, a success in
     // another process in between would rightly start the count again.)
@@ -181,22 +247,17 @@ describe('a breaker shared by 50 processes through Redis', () => {
       maxOpenMs: 300_000,
       successesToClose: 1,
     };
+    const trippedAt = Date.now();
     const opened = await parent.store.report('api', rules, {
       reset: false,
       failures: 5,
       successes: 0,
       draw: 0.5,
     });
-    const trippedAt = Date.now();
+    const openedBy = Date.now();
     expect(opened.state).toBe('open');
     await sleep(300);
-    const reports = await reportAll();
-    const delays = reports.map((r) => {
-      const first = r.stats.rejected.find((x) => x.at >= trippedAt);
-      return first === undefined ? Number.POSITIVE_INFINITY : first.at - trippedAt;
-    });
-    console.log(`trip seen after ${Math.min(...delays)} to ${Math.max(...delays)} ms`);
-    expect(Math.max(...delays)).toBeLessThanOrEqual(100);
+    expectSeenByAll(await reportAll(), trippedAt, openedBy, (c) => !c.admitted);
   });
 
   it('exactly one half-open probe per open period across the fleet', async () => {
@@ -247,15 +308,17 @@ describe('a breaker shared by 50 processes through Redis', () => {
       expect(r.state).toBe('closed');
     }
     // Shared again: isolating the key in one process reaches every other one.
-    await parent.breaker.isolate();
+    await sleep(150); // as above: each process's last sync before the change is in the window
     const isolatedAt = Date.now();
+    await parent.breaker.isolate();
+    const isolatedBy = Date.now();
     await sleep(300);
-    const isolated = await reportAll();
-    for (const r of isolated) {
-      const first = r.stats.rejected.find((x) => x.at >= isolatedAt && x.retryAfterMs === null);
-      expect(first).toBeDefined();
-      expect(first!.at - isolatedAt).toBeLessThanOrEqual(100);
-    }
+    expectSeenByAll(
+      await reportAll(),
+      isolatedAt,
+      isolatedBy,
+      (c) => !c.admitted && c.retryAfterMs === null,
+    );
     await parent.breaker.reset();
   });
 });
