@@ -48,6 +48,58 @@ describe('the knee limit, on hand-fed rounds', () => {
     expect(limit.current).toBe(8);
   });
 
+  it('learns nothing from a request answered in no measurable time (regression: the limit became NaN)', () => {
+    const limit = kneeLimit();
+    const at = { t: 0 };
+    limit.sample(at.t, 0, 1, false); // from a cache, or under a clock of coarse ticks
+    round(limit, at, 1, 10, 1);
+    round(limit, at, 2, 10, 2);
+    expect(limit.current).toBe(4);
+    expect(limit.floorMs).toBe(10);
+  });
+
+  it("learns nothing from a failed request: its latency is the failure's (regression: a slow outage cut it to 1)", () => {
+    const limit = kneeLimit();
+    const at = { t: 0 };
+    for (const n of [1, 2, 4, 8, 16]) round(limit, at, Math.min(n, 4), 10, n);
+    round(limit, at, 4, 40, 32); // 8 in service: the limit sits at 8 and a fifth
+    const settled = limit.current;
+    // The database is down: each request times out after 1 s and is answered 503.
+    for (let i = 0; i < 100; i++) {
+      at.t += 1000;
+      limit.sample(at.t, 1000, settled, true);
+    }
+    expect(limit.current).toBe(settled);
+  });
+
+  it('grows again from 1 when the latency of requests served one at a time spreads (regression: it stayed at 1)', () => {
+    // A mix of cache hits and misses: one at a time, nothing queues, whatever the latency.
+    const limit = kneeLimit();
+    const at = { t: 0 };
+    round(limit, at, 1, 5, 1); // one lucky first request sets the unloaded latency low
+    round(limit, at, 2, 40, 2); // then the slow mix: read as queueing, the limit falls to 1
+    expect(limit.current).toBeLessThanOrEqual(2);
+    const spread = [7, 12, 9, 11, 8, 12, 10, 11, 7, 12, 9, 10, 12, 8, 11, 10];
+    let grew = false;
+    for (let r = 0; r < 8 && !grew; r++) {
+      for (const ms of spread) {
+        at.t += ms;
+        limit.sample(at.t, ms, Math.min(limit.current, 1), false);
+      }
+      grew = limit.current >= 2;
+    }
+    expect(grew).toBe(true);
+    expect(limit.floorMs).toBeGreaterThan(5);
+  });
+
+  it('keeps at least one request more than a small estimate, so the backend never idles', () => {
+    const limit = kneeLimit();
+    const at = { t: 0 };
+    round(limit, at, 1, 10, 1);
+    round(limit, at, 2, 20, 2); // two in flight take twice as long: one in service
+    expect(limit.current).toBe(2);
+  });
+
   it('names the option at fault', () => {
     expect(() => kneeLimit({ min: 0 })).toThrow(/knee\) min must be/);
     expect(() => kneeLimit({ headroom: -1 })).toThrow(/headroom/);

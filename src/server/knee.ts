@@ -46,8 +46,9 @@ export interface KneeOptions {
   /**
    * How far above the estimated concurrency the limit sits, as a share of it: enough that the
    * backend is never idle between a finish and the next start, little enough that requests wait
-   * in the shedder's queue rather than inside the handler. (One round in 8 tries a quarter more,
-   * at least one request, to find capacity the backend gained.)
+   * in the shedder's queue rather than inside the handler; at least one request (a fifth of a
+   * small estimate rounds to nothing), unless it is 0. (One round in 16 tries a quarter more, at
+   * least one request, to find capacity the backend gained.)
    * @default 0.2
    * @example
    * ```ts
@@ -91,7 +92,10 @@ function count(owner: string, name: string, value: unknown, fallback: number, mi
  * follows it when it changes.
  *
  * - A round hears only the requests admitted in it, and ends once enough of them finished (as
- *   many as the limit up to 4 in startup, 16 after).
+ *   many as the limit up to 4 in startup, 16 after). A request that failed with "overloaded" or
+ *   no answer, or took no measurable time, is not heard: its latency is not the service's.
+ * - Requests served one at a time cannot queue behind each other: such a round's latency is the
+ *   unloaded one, however it spreads.
  * - Startup: the limit full and the latency within a quarter of the unloaded one: double.
  * - A round that queued: the limit becomes the estimated concurrency plus the headroom, at once
  *   when the estimate fell by a fifth or more, smoothed otherwise. One round in 16 probes a
@@ -135,6 +139,9 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   let rounds = 0;
 
   const clamp = (n: number) => Math.min(max, Math.max(min, n));
+  // The headroom, and at least one request more: a fifth of a small estimate rounds to nothing,
+  // and the backend would idle between each finish and the next start.
+  const withHeadroom = (c: number) => (headroom > 0 ? Math.max(c * (1 + headroom), c + 1) : c);
 
   const endRound = () => {
     const latency = latencySum / samples;
@@ -143,6 +150,9 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     // queued below the limit (requests admitted before it still ahead of them) says the backend
     // is past its knee: it counts.
     if (!full && (floor === undefined || latency <= (1 + NO_QUEUE) * floor)) return;
+    // One request at a time cannot queue behind another of ours: whatever its latency, it is
+    // the unloaded one (a mix of work with a wide spread must not read as queueing).
+    const alone = inflight <= 1;
     if (
       floor === undefined ||
       (full && concurrency === undefined && latency < STARTUP_EXIT * floor)
@@ -152,7 +162,7 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       startupSum += latencySum;
       startupCount += samples;
       floor = startupSum / startupCount;
-    } else if (latency <= (1 + NO_QUEUE) * floor) {
+    } else if (alone || latency <= (1 + NO_QUEUE) * floor) {
       // Nothing queued: the round's latency is the unloaded one. A round of few requests (in
       // startup) moves it less, so one lucky request cannot set it low.
       floor += (latency - floor) * FLOOR_SMOOTHING * Math.min(1, samples / CRUISE_SAMPLES);
@@ -163,13 +173,15 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       floor = latency;
       falls = 0;
     }
-    const queued = latency / floor;
+    const queued = alone ? 1 : latency / floor;
     // More in flight than the estimate, and nothing queued: the backend gained capacity (a
     // failover back to the larger replica). Find it as at the start.
+    // (Or the limit was full and nothing queued: a limit at or below the backend's concurrency,
+    // as after a cut to a small one, where the headroom rounds to nothing.)
     if (
       concurrency !== undefined &&
       queued <= 1 + NO_QUEUE &&
-      inflight >= (1 + 2 * NO_QUEUE) * concurrency
+      inflight >= Math.min((1 + 2 * NO_QUEUE) * concurrency, full ? Math.round(limit) : Infinity)
     )
       concurrency = undefined;
     if (full && concurrency === undefined && queued < STARTUP_EXIT) {
@@ -178,7 +190,8 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       return;
     }
     // The requests in service: all of those in flight when nothing queued, else Little's law.
-    const estimate = inflight / Math.max(1, queued);
+    // (At least one: whenever requests finish, one was in service.)
+    const estimate = Math.max(1, inflight / Math.max(1, queued));
     const fell = concurrency !== undefined && estimate < FAST_FALL * concurrency;
     falls = fell ? falls + 1 : 0;
     concurrency =
@@ -191,8 +204,11 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     // comes as much less often, so it costs about the same share of requests.
     rounds++;
     const every = PROBE_EVERY * Math.max(1, Math.round(1 / (PROBE * concurrency)));
-    const gain = rounds % every === 0 ? Math.max(1 + PROBE, 1 + 1 / concurrency) : 1 + headroom;
-    limit = clamp(concurrency * gain);
+    limit = clamp(
+      rounds % every === 0
+        ? concurrency * Math.max(1 + PROBE, 1 + 1 / concurrency)
+        : withHeadroom(concurrency),
+    );
   };
 
   return {
@@ -202,7 +218,12 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     get floorMs() {
       return floor;
     },
-    sample(nowMs, latencyMs, inflight) {
+    sample(nowMs, latencyMs, inflight, dropped) {
+      // A request that failed with "overloaded" or no answer measured the failure, not the
+      // service: the limit learns from the rest (the ramp answers failures).
+      // Nor does one answered in no measurable time (from a cache, or under a coarse clock): the
+      // ratios below divide by the unloaded latency, which must not be zero.
+      if (dropped || !(latencyMs > 0)) return;
       const startedAt = nowMs - latencyMs;
       if (Number.isNaN(roundStart)) roundStart = startedAt;
       // A round hears only the requests admitted in it, under the limit it set.
