@@ -514,7 +514,7 @@ describe('reopening in steps', () => {
       while (s.stats().rampStep !== -1) await traffic(s, clock, 1, 503); // the outage
       events.length = 0;
       // The dependency is back, the cache cold: 25 ms a request, 2.5x the baseline, at any load.
-      await serve(45, 25); // a floor window: healthy, sets the reference
+      await serve(20, 25); // a floor window: healthy, sets the reference
       expect(events).toEqual(['passed']);
       expect(s.stats().rampShare).toBe(0.2);
       // This step's load makes requests slower than the floor's 25 ms x 2: one step back.
@@ -522,7 +522,7 @@ describe('reopening in steps', () => {
       expect(events).toEqual(['passed', 'latency']);
       expect(s.stats().rampStep).toBe(-1);
       // At the cold cache's own latency every step passes.
-      await serve(6 * 45, 25);
+      await serve(6 * 20, 25);
       expect(events).toEqual([
         'passed',
         'latency',
@@ -534,6 +534,63 @@ describe('reopening in steps', () => {
         'open',
       ]);
       expect(s.stats().rampShare).toBe(1);
+    });
+  }
+
+  // Regression (found by the storm lab): clients that obey their pushback come back a few at a
+  // time, and each step waited out its whole window: stormproof clients with stormproof/server
+  // recovered a second later than the clients alone.
+  for (const lateMs of [0, 7, 40]) {
+    it(`a step whose requests are all served passes without waiting out its window; one failure and it waits (clock ${lateMs} ms late)`, async () => {
+      const clock = new ManualClock({ lateMs });
+      const events: Array<{ reason: string; at: number }> = [];
+      const s = make(clock, {
+        limit: 1000,
+        random: () => 0,
+        ramp: { windowMs: 1000, minRequests: 20 },
+        onRamp: (e) => events.push({ reason: e.reason, at: clock.now() }),
+      });
+      await traffic(s, clock, 150, 200); // baseline: 10 ms
+      s.reopen();
+      const start = clock.now();
+      await traffic(s, clock, 20, 200);
+      expect(events.map((e) => e.reason)).toEqual(['reopen', 'passed']);
+      expect(events[1]!.at - start).toBeLessThan(1000);
+      // One failure among them: the step is judged when its window ends, on all of it.
+      await traffic(s, clock, 1, 503);
+      await traffic(s, clock, 19, 200);
+      expect(events.map((e) => e.reason)).toEqual(['reopen', 'passed']);
+      while (events.length === 2) await traffic(s, clock, 1, 200);
+      expect(events[2]!.reason).toBe('passed');
+      expect(events[2]!.at - events[1]!.at).toBeGreaterThanOrEqual(1000);
+    });
+  }
+
+  for (const lateMs of [0, 7, 40]) {
+    it(`a step that had to refuse requests for its cap waits out its window, however clean (clock ${lateMs} ms late)`, async () => {
+      const clock = new ManualClock({ lateMs });
+      const events: Array<{ reason: string; at: number }> = [];
+      const s = make(clock, {
+        limit: 10,
+        queue: false,
+        random: () => 0,
+        ramp: { windowMs: 1000, minRequests: 20 },
+        onRamp: (e) => events.push({ reason: e.reason, at: clock.now() }),
+      });
+      await traffic(s, clock, 150, 200); // baseline: 10 ms
+      s.reopen(); // 20% of 10: two at once
+      const a = asTicket(s.admit(first));
+      const b = asTicket(s.admit(first));
+      const refused = s.admit(first);
+      expect(refused instanceof Promise || refused.admitted).toBe(false);
+      await clock.advance(10);
+      a.finish(200);
+      b.finish(200);
+      await traffic(s, clock, 30, 200);
+      expect(events.map((e) => e.reason)).toEqual(['reopen']);
+      while (events.length === 1) await traffic(s, clock, 1, 200);
+      expect(events[1]!.reason).toBe('passed');
+      expect(events[1]!.at - events[0]!.at).toBeGreaterThanOrEqual(1000);
     });
   }
 
@@ -559,8 +616,8 @@ describe('reopening in steps', () => {
           a.finish(200);
         }
       };
-      await serve(101, 1); // the floor: 1 ms
-      await serve(21, 5); // the first step: 5 ms, five times the floor
+      await serve(20, 1); // the floor: 1 ms
+      await serve(20, 5); // the first step: 5 ms, five times the floor
       expect(events).toEqual(['passed', 'passed']);
       expect(s.stats().rampShare).toBe(0.4);
     });

@@ -76,7 +76,9 @@ export interface RampOptions {
    */
   floor?: number | undefined;
   /**
-   * Each step lasts at least this long and is judged on what finished in it.
+   * How long a step (and a check while fully open) lasts before it is judged on what finished
+   * in it. A step ends sooner once `minRequests` admitted in it were all served, at the floor or
+   * when it refused nothing for its cap: a step that held nothing back has nothing to wait for.
    * @default 1000
    * @example
    * ```ts
@@ -85,7 +87,8 @@ export interface RampOptions {
    */
   windowMs?: number | undefined;
   /**
-   * A window is judged only once this many requests finished in it.
+   * A window is judged only once this many requests finished in it (and a clean step may end
+   * as soon as this many were served).
    * @default 20
    * @example
    * ```ts

@@ -52,6 +52,8 @@ export class Ramp {
    * the check catches latency that the step's load adds, not latency the load did not cause.
    */
   private floorMs: number | undefined;
+  /** A request was refused for the step's cap in this window. */
+  private held = false;
   /** When the ramp last moved. */
   private stepSince = Number.NEGATIVE_INFINITY;
 
@@ -74,6 +76,11 @@ export class Ramp {
     return this.step;
   }
 
+  /** A request was refused because the step's share of the limit was running. */
+  refused(): void {
+    this.held = true;
+  }
+
   /** Starts a ramp from the first step (a dependency is healthy again). */
   reopen(nowMs: number): void {
     this.move(0, 'reopen', nowMs);
@@ -90,8 +97,16 @@ export class Ramp {
     this.requests++;
     if (failed) this.errors++;
     this.latencySum += latencyMs;
-    if (nowMs - this.windowStart < this.settings.windowMs) return;
     if (this.requests < this.settings.minRequests) return; // too few to judge: the window grows
+    // While ramping, a clear signal need not wait out the window: `minRequests` admitted in the
+    // step, every one served, ends it early (clients that obey their pushback come back a few at
+    // a time, and each window held them back a second more). At the floor that is enough: its
+    // cap is small and always full, and the first step is small too. Above it, only a step that
+    // refused nothing for its cap ends early: a flood fills each step, and the load it adds may
+    // take the window to show. One failure, and the step is judged when its window ends.
+    const clear =
+      this.step < this.settings.steps.length && this.errors === 0 && (this.step < 0 || !this.held);
+    if (!clear && nowMs - this.windowStart < this.settings.windowMs) return;
     this.judge(nowMs);
   }
 
@@ -156,5 +171,6 @@ export class Ramp {
     this.requests = 0;
     this.errors = 0;
     this.latencySum = 0;
+    this.held = false;
   }
 }

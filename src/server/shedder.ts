@@ -208,7 +208,10 @@ export function createShedder(options?: ShedderOptions): Shedder {
     // Reopening in steps caps how many run at once at the step's share of the limit: it holds
     // back a flood, and never refuses traffic that would not fill its share (clients that obey
     // their Retry-After, breakers probing, a quiet hour).
-    if (shares.inflight >= rampCap()) return answers.comeBackLater('ramp', retry, nowMs);
+    if (shares.inflight >= rampCap()) {
+      ramp?.refused();
+      return answers.comeBackLater('ramp', retry, nowMs);
+    }
     // The limit is a cap, whatever the mix: the shares only decide who waits in the queue goes
     // first (Netflix's partitions let a share under its guarantee run past the limit; a pool of
     // 32 then saw nearly twice that in a storm). A queue only holds requests while the limit is
