@@ -100,6 +100,51 @@ describe('the knee limit, on hand-fed rounds', () => {
     expect(limit.current).toBe(2);
   });
 
+  /** Startup to 32, then 8 in service (a limit of 8 and a fifth); returns the time. */
+  const settledAt8 = (limit: ReturnType<typeof kneeLimit>) => {
+    const at = { t: 0 };
+    for (const n of [1, 2, 4, 8, 16]) round(limit, at, Math.min(n, 4), 10, n);
+    round(limit, at, 4, 40, 32);
+    expect(limit.current).toBe(10);
+    return at;
+  };
+
+  it('does not lower its estimate on a round the demand set (regression: a spread-out service at moderate load was held below its concurrency)', () => {
+    const limit = kneeLimit();
+    const at = settledAt8(limit);
+    // Five in flight on average (one request at the limit made the round full), and a slow
+    // draw of latencies, 12 % over the unloaded 10 ms: no clear queueing, and no capacity lost.
+    at.t += 12;
+    for (let i = 0; i < 15; i++) limit.sample(at.t, 12, 5, false);
+    limit.sample(at.t, 12, 10, false);
+    expect(limit.current).toBe(10);
+  });
+
+  it('reads a slower service from the requests that started alone (regression: after an outage a cold cache held it at 2)', () => {
+    const limit = kneeLimit();
+    const at = settledAt8(limit);
+    // The cache is cold: every request takes 30 ms, at any load. Two in flight on average; the
+    // ones that started alone say 30 ms is the unloaded latency now.
+    for (let r = 0; r < 30; r++) {
+      at.t += 30;
+      for (let i = 0; i < 16; i++) limit.sample(at.t, 30, i % 2 === 0 ? 1 : 3, false);
+    }
+    expect(limit.floorMs).toBeGreaterThan(25);
+    expect(limit.current).toBeGreaterThanOrEqual(3);
+  });
+
+  it('tells a slower service from lost capacity below one request in service (regression: it never did once the estimate reached 1)', () => {
+    const limit = kneeLimit();
+    const at = settledAt8(limit);
+    // Ten times slower at any load, never one request alone: the estimate falls round after
+    // round, below one, and then the latency now is the unloaded one.
+    for (let r = 0; r < 6; r++) {
+      at.t += 100;
+      for (let i = 0; i < 16; i++) limit.sample(at.t, 100, Math.max(2, limit.current), false);
+    }
+    expect(limit.floorMs).toBeGreaterThan(50);
+  });
+
   it('names the option at fault', () => {
     expect(() => kneeLimit({ min: 0 })).toThrow(/knee\) min must be/);
     expect(() => kneeLimit({ headroom: -1 })).toThrow(/headroom/);

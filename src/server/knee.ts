@@ -128,6 +128,10 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   let roundStart = Number.NaN;
   let samples = 0;
   let latencySum = 0;
+  let latencySquares = 0;
+  /** The round's requests that started alone (nothing of ours in flight): their latencies. */
+  let soloSum = 0;
+  let soloCount = 0;
   let inflightSum = 0;
   let full = false;
   // The last counted round: its mean in flight and its latency.
@@ -146,23 +150,33 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   const endRound = () => {
     const latency = latencySum / samples;
     const inflight = inflightSum / samples;
+    // What queueing the round shows is judged on its mean less one standard error: a service
+    // whose latency spreads widely (exponential, a cache mix) would otherwise read its spread as
+    // queueing whenever a round is slow, and never its luck, and settle below its concurrency.
+    const standardError = Math.sqrt(
+      Math.max(0, latencySquares / samples - latency * latency) / samples,
+    );
+    const seen = latency - standardError;
     // Demand below the limit, with nothing queued, says nothing about the limit. A round that
     // queued below the limit (requests admitted before it still ahead of them) says the backend
     // is past its knee: it counts.
-    if (!full && (floor === undefined || latency <= (1 + NO_QUEUE) * floor)) return;
+    if (!full && (floor === undefined || seen <= (1 + NO_QUEUE) * floor)) return;
     // One request at a time cannot queue behind another of ours: whatever its latency, it is
     // the unloaded one (a mix of work with a wide spread must not read as queueing).
     const alone = inflight <= 1;
-    if (
-      floor === undefined ||
-      (full && concurrency === undefined && latency < STARTUP_EXIT * floor)
-    ) {
+    if (floor === undefined || (full && concurrency === undefined && seen < STARTUP_EXIT * floor)) {
       // Startup, below the knee: every request was in service. The unloaded latency is the mean
       // of all of them (a first round of one lucky request must not set it low for good).
       startupSum += latencySum;
       startupCount += samples;
       floor = startupSum / startupCount;
-    } else if (alone || latency <= (1 + NO_QUEUE) * floor) {
+    } else if (soloCount > 0) {
+      // Requests that started with none of ours ahead of them could not queue behind ours: their
+      // latency is the unloaded one as it is now (a cache gone cold, a slower replica), measured
+      // without holding anything back.
+      floor +=
+        (soloSum / soloCount - floor) * FLOOR_SMOOTHING * Math.min(1, soloCount / STARTUP_SAMPLES);
+    } else if (alone || seen <= (1 + NO_QUEUE) * floor) {
       // Nothing queued: the round's latency is the unloaded one. A round of few requests (in
       // startup) moves it less, so one lucky request cannot set it low.
       floor += (latency - floor) * FLOOR_SMOOTHING * Math.min(1, samples / CRUISE_SAMPLES);
@@ -173,7 +187,7 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       floor = latency;
       falls = 0;
     }
-    const queued = alone ? 1 : latency / floor;
+    const queued = alone ? 1 : Math.max(1, seen / floor);
     // More in flight than the estimate, and nothing queued: the backend gained capacity (a
     // failover back to the larger replica). Find it as at the start.
     // (Or the limit was full and nothing queued: a limit at or below the backend's concurrency,
@@ -182,8 +196,13 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       concurrency !== undefined &&
       queued <= 1 + NO_QUEUE &&
       inflight >= Math.min((1 + 2 * NO_QUEUE) * concurrency, full ? Math.round(limit) : Infinity)
-    )
+    ) {
       concurrency = undefined;
+      // The new startup's unloaded latency starts from the one known now, as one round's worth:
+      // the first startup's requests may be from a faster or slower service than today's.
+      startupSum = floor * CRUISE_SAMPLES;
+      startupCount = CRUISE_SAMPLES;
+    }
     if (full && concurrency === undefined && queued < STARTUP_EXIT) {
       // Startup: everything in flight was in service and the limit was full: double.
       limit = clamp(limit * 2);
@@ -191,8 +210,17 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     }
     // The requests in service: all of those in flight when nothing queued, else Little's law.
     // (At least one: whenever requests finish, one was in service.)
-    const estimate = Math.max(1, inflight / Math.max(1, queued));
-    const fell = concurrency !== undefined && estimate < FAST_FALL * concurrency;
+    const served = inflight / Math.max(1, queued);
+    let estimate = Math.max(1, served);
+    // Fewer in flight than the estimate, and no clear queueing: the demand, not the backend,
+    // set this round (one request at the limit made it full). It may raise the estimate, never
+    // lower it: at moderate load a service of spread-out latencies would otherwise be held at
+    // what it happened to be asked for.
+    const demandSet = concurrency !== undefined && inflight < concurrency && queued < STARTUP_EXIT;
+    if (demandSet) estimate = Math.max(estimate, concurrency!);
+    // (Judged before the floor of one: a service four times slower reads as a quarter of a
+    // request in service, round after round, and that is how a slower service is told apart.)
+    const fell = concurrency !== undefined && !demandSet && served < FAST_FALL * concurrency;
     falls = fell ? falls + 1 : 0;
     concurrency =
       concurrency === undefined || fell
@@ -230,6 +258,11 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       if (startedAt < roundStart) return;
       samples++;
       latencySum += latencyMs;
+      latencySquares += latencyMs * latencyMs;
+      if (inflight <= 1) {
+        soloSum += latencyMs;
+        soloCount++;
+      }
       inflightSum += inflight;
       if (inflight >= Math.round(limit)) full = true;
       const enough =
@@ -239,6 +272,9 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       roundStart = nowMs;
       samples = 0;
       latencySum = 0;
+      latencySquares = 0;
+      soloSum = 0;
+      soloCount = 0;
       inflightSum = 0;
       full = false;
     },
