@@ -5,16 +5,29 @@ import { createShedder } from '../src/server/index.js';
 import { kneeLimit } from '../src/server/knee.js';
 import { bandEntryMs, type LimitCellOptions, runLimitCell } from '../src/sim/limits/run.js';
 
-/** Feeds one round of `n` requests admitted after the previous round, each `latency` ms. */
+/**
+ * Feeds one round of `n` requests admitted after the previous round, each `latency` ms, with
+ * `inflight` in flight when each started (a number, or one per request).
+ */
 function round(
   limit: ReturnType<typeof kneeLimit>,
   at: { t: number },
   n: number,
   latency: number,
-  inflight: number,
+  inflight: number | ((i: number) => number),
 ) {
   at.t += latency;
-  for (let i = 0; i < n; i++) limit.sample(at.t, latency, inflight, false);
+  for (let i = 0; i < n; i++)
+    limit.sample(at.t, latency, typeof inflight === 'number' ? inflight : inflight(i), false);
+}
+
+/** Startup to 32, then 8 in service (a limit of 8 and a fifth); returns the time. */
+function settledAt8(limit: ReturnType<typeof kneeLimit>) {
+  const at = { t: 0 };
+  for (const n of [1, 2, 4, 8, 16]) round(limit, at, Math.min(n, 4), 10, n);
+  round(limit, at, 4, 40, 32);
+  expect(limit.current).toBe(10);
+  return at;
 }
 
 describe('the knee limit, on hand-fed rounds', () => {
@@ -60,9 +73,7 @@ describe('the knee limit, on hand-fed rounds', () => {
 
   it("learns nothing from a failed request: its latency is the failure's (regression: a slow outage cut it to 1)", () => {
     const limit = kneeLimit();
-    const at = { t: 0 };
-    for (const n of [1, 2, 4, 8, 16]) round(limit, at, Math.min(n, 4), 10, n);
-    round(limit, at, 4, 40, 32); // 8 in service: the limit sits at 8 and a fifth
+    const at = settledAt8(limit);
     const settled = limit.current;
     // The database is down: each request times out after 1 s and is answered 503.
     for (let i = 0; i < 100; i++) {
@@ -100,15 +111,6 @@ describe('the knee limit, on hand-fed rounds', () => {
     expect(limit.current).toBe(2);
   });
 
-  /** Startup to 32, then 8 in service (a limit of 8 and a fifth); returns the time. */
-  const settledAt8 = (limit: ReturnType<typeof kneeLimit>) => {
-    const at = { t: 0 };
-    for (const n of [1, 2, 4, 8, 16]) round(limit, at, Math.min(n, 4), 10, n);
-    round(limit, at, 4, 40, 32);
-    expect(limit.current).toBe(10);
-    return at;
-  };
-
   it('does not lower its estimate on a round the demand set (regression: a spread-out service at moderate load was held below its concurrency)', () => {
     const limit = kneeLimit();
     const at = settledAt8(limit);
@@ -125,10 +127,7 @@ describe('the knee limit, on hand-fed rounds', () => {
     const at = settledAt8(limit);
     // The cache is cold: every request takes 30 ms, at any load. Two in flight on average; the
     // ones that started alone say 30 ms is the unloaded latency now.
-    for (let r = 0; r < 30; r++) {
-      at.t += 30;
-      for (let i = 0; i < 16; i++) limit.sample(at.t, 30, i % 2 === 0 ? 1 : 3, false);
-    }
+    for (let r = 0; r < 30; r++) round(limit, at, 16, 30, (i) => (i % 2 === 0 ? 1 : 3));
     expect(limit.floorMs).toBeGreaterThan(25);
     expect(limit.current).toBeGreaterThanOrEqual(3);
   });
@@ -138,10 +137,7 @@ describe('the knee limit, on hand-fed rounds', () => {
     const at = settledAt8(limit);
     // Ten times slower at any load, never one request alone: the estimate falls round after
     // round, below one, and then the latency now is the unloaded one.
-    for (let r = 0; r < 6; r++) {
-      at.t += 100;
-      for (let i = 0; i < 16; i++) limit.sample(at.t, 100, Math.max(2, limit.current), false);
-    }
+    for (let r = 0; r < 6; r++) round(limit, at, 16, 100, () => Math.max(2, limit.current));
     expect(limit.floorMs).toBeGreaterThan(50);
   });
 

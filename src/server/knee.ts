@@ -162,7 +162,8 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     // is past its knee: it counts.
     if (!full && (floor === undefined || seen <= (1 + NO_QUEUE) * floor)) return;
     // One request at a time cannot queue behind another of ours: whatever its latency, it is
-    // the unloaded one (a mix of work with a wide spread must not read as queueing).
+    // the unloaded one (a mix of work with a wide spread must not read as queueing). Such a
+    // round's requests all started alone, so the floor learns from them below.
     const alone = inflight <= 1;
     if (floor === undefined || (full && concurrency === undefined && seen < STARTUP_EXIT * floor)) {
       // Startup, below the knee: every request was in service. The unloaded latency is the mean
@@ -176,7 +177,7 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       // without holding anything back.
       floor +=
         (soloSum / soloCount - floor) * FLOOR_SMOOTHING * Math.min(1, soloCount / STARTUP_SAMPLES);
-    } else if (alone || seen <= (1 + NO_QUEUE) * floor) {
+    } else if (seen <= (1 + NO_QUEUE) * floor) {
       // Nothing queued: the round's latency is the unloaded one. A round of few requests (in
       // startup) moves it less, so one lucky request cannot set it low.
       floor += (latency - floor) * FLOOR_SMOOTHING * Math.min(1, samples / CRUISE_SAMPLES);
