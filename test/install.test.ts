@@ -1,8 +1,17 @@
 // Installing as users do without the registry: `npm install git+<url>` and `npm pack` on a fresh
 // clone. Both must build dist/ themselves (the `prepare` script), so the package imports and the
 // `stormproof` bin exists. The clone is of the committed HEAD: commit before trusting this test.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -14,6 +23,8 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const INSTALL_TIMEOUT = 240_000;
 
 let dir = '';
+/** The tarball packed from a fresh clone, installed by the test after. */
+let tarball = '';
 
 /**
  * Runs a command at low CPU priority (`nice`, where there is one): the installs and builds here
@@ -102,8 +113,58 @@ describe('installing without the registry', () => {
         ]),
       );
       expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false);
+      expect(files).toContain('LICENSE');
       const manifest = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8'));
       expect(manifest.bin.stormproof).toBe('./dist/cli/main.js');
+      // The clone's package.json is left as it was (postpack puts back the `prepare` script).
+      expect(manifest.scripts.prepare).toBeDefined();
+      expect(existsSync(join(clone, '.package.json.unpacked'))).toBe(false);
+      tarball = join(dir, packed.filename);
+    },
+    INSTALL_TIMEOUT + 30_000,
+  );
+
+  it(
+    'the tarball installs with no warning, with its LICENSE and source maps that reach the TypeScript',
+    () => {
+      expect(tarball).not.toBe(''); // packed by the test before
+      const app = join(dir, 'from-tarball');
+      mkdirSync(app);
+      writeFileSync(join(app, 'package.json'), '{"name":"app","private":true,"type":"module"}');
+      // npm's own level: warnings shown, as a user sees them.
+      const install = spawnSync(npm, ['install', '--no-audit', '--no-fund', tarball], {
+        cwd: app,
+        encoding: 'utf8',
+        timeout: INSTALL_TIMEOUT,
+        env: { ...process.env, npm_config_loglevel: 'warn' },
+      });
+      expect(install.status).toBe(0);
+      expect(install.stderr).not.toMatch(/warn/i);
+      const installed = join(app, 'node_modules', 'stormproof');
+      expect(readFileSync(join(installed, 'LICENSE'), 'utf8')).toMatch(/^MIT License/);
+      const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8'));
+      expect(manifest.scripts?.prepare).toBeUndefined();
+      // Every map carries the source it points to, so a debugger needs nothing unshipped.
+      const maps = readdirSync(join(installed, 'dist'), {
+        recursive: true,
+        encoding: 'utf8',
+      }).filter((f) => f.endsWith('.map'));
+      expect(maps.length).toBeGreaterThan(20);
+      for (const file of maps) {
+        const map = JSON.parse(readFileSync(join(installed, 'dist', file), 'utf8'));
+        expect(map.sourcesContent?.length, file).toBe(map.sources.length);
+        expect(map.sourcesContent.every((s: unknown) => typeof s === 'string' && s !== '')).toBe(
+          true,
+        );
+      }
+      // A stack trace through the package names its TypeScript file and line.
+      writeFileSync(
+        join(app, 'trace.mjs'),
+        "import { createRetryPolicy } from 'stormproof';\n" +
+          'try { createRetryPolicy({ maxAttempts: -1 }); } catch (e) { console.log(e.stack); }\n',
+      );
+      const trace = run(process.execPath, ['--enable-source-maps', 'trace.mjs'], app);
+      expect(trace).toMatch(/src\/core\/[a-z-]+\.ts:\d+/);
     },
     INSTALL_TIMEOUT + 30_000,
   );
