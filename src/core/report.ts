@@ -9,6 +9,21 @@ export function setReport(error: unknown, report: RetryReport): void {
   if (typeof error === 'object' && error !== null) reports.set(error, report);
 }
 
+/** Finds the report of an error that was built outside the engine, or undefined. */
+export type ReportFinder = (error: object) => RetryReport | undefined;
+
+const finders: ReportFinder[] = [];
+
+/**
+ * Lets an adapter find reports for errors it never holds: grpc-js, say, builds the error its
+ * caller receives from the adapter's final status, after the adapter is done. The same finder
+ * is added once however often it is passed.
+ * @internal
+ */
+export function addReportFinder(finder: ReportFinder): void {
+  if (!finders.includes(finder)) finders.push(finder);
+}
+
 /**
  * What the engine knows about a call that gave up with `error`: why, after how many attempts,
  * and how long it waited. The error itself is never wrapped or changed; the report is kept
@@ -25,7 +40,14 @@ export function setReport(error: unknown, report: RetryReport): void {
  * ```
  */
 export function getRetryReport(error: unknown): RetryReport | undefined {
-  return typeof error === 'object' && error !== null ? reports.get(error) : undefined;
+  if (typeof error !== 'object' || error === null) return undefined;
+  const report = reports.get(error);
+  if (report !== undefined) return report;
+  for (const find of finders) {
+    const found = find(error);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** Reasons for which a call that made one attempt still had its say about retrying. */
