@@ -5,10 +5,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Client } from '@grpc/grpc-js';
+import { type Client, Metadata, type ServiceError, type StatusObject } from '@grpc/grpc-js';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Clock } from '../src/core/clock.js';
-import { getRetryReport } from '../src/core/retry.js';
+import { createRetryPolicy, getRetryReport } from '../src/core/retry.js';
 import {
   createRetryInterceptor,
   parsePushback,
@@ -19,7 +19,14 @@ import {
 } from '../src/grpc/index.js';
 import { checkStack } from '../src/sim/check.js';
 import { instantClock, ManualClock } from './helpers/clocks.js';
-import { call, connect, type ScriptedServer, SERVICE, startServer } from './helpers/grpc.js';
+import {
+  call,
+  connect,
+  definition,
+  type ScriptedServer,
+  SERVICE,
+  startServer,
+} from './helpers/grpc.js';
 import * as proto from './helpers/proto.js';
 import { hideExpectedWarnings } from './helpers/warnings.js';
 
@@ -590,5 +597,163 @@ describe('createRetryInterceptor retry buffer', () => {
       UNAVAILABLE,
     );
     expect(s.seen).toHaveLength(3);
+  });
+});
+
+/** What a caller receives from one call: the error grpc-js builds for it, and the final status. */
+interface Received {
+  readonly error: ServiceError | null;
+  readonly status: StatusObject;
+}
+
+/**
+ * Makes one call of `kind` and keeps what its caller gets: the callback's error (unary and
+ * client-streaming) or the 'error' event's (server-streaming and bidi), and the 'status' event's
+ * status, which grpc-js emits last.
+ */
+function receive(
+  client: Client,
+  kind: keyof typeof definition,
+  onCall?: (c: { cancel(): void }) => void,
+): Promise<Received> {
+  const m = definition[kind];
+  const encode = (v: object) => Buffer.from(JSON.stringify(v));
+  const decode = (b: Buffer) => JSON.parse(b.toString()) as object;
+  return new Promise((resolve) => {
+    let error: ServiceError | null = null;
+    const callback = (e: ServiceError | null) => {
+      error = e;
+    };
+    const md = new Metadata();
+    const onStatus = (status: StatusObject) => resolve({ error, status });
+    if (kind === 'Unary') {
+      const c = client.makeUnaryRequest(m.path, encode, decode, { a: 1 }, md, callback);
+      c.on('status', onStatus);
+      onCall?.(c);
+    } else if (kind === 'ClientStream') {
+      const c = client.makeClientStreamRequest(m.path, encode, decode, md, callback);
+      c.on('status', onStatus);
+      c.write({ a: 1 });
+      c.end();
+      onCall?.(c);
+    } else if (kind === 'ServerStream') {
+      const c = client.makeServerStreamRequest(m.path, encode, decode, { a: 1 }, md);
+      c.on('data', () => {});
+      c.on('error', callback);
+      c.on('status', onStatus);
+      onCall?.(c);
+    } else {
+      const c = client.makeBidiStreamRequest(m.path, encode, decode, md);
+      c.on('data', () => {});
+      c.on('error', callback);
+      c.on('status', onStatus);
+      c.write({ a: 1 });
+      c.end();
+      onCall?.(c);
+    }
+  });
+}
+
+describe('createRetryInterceptor: the report on the error the caller receives (issue 25)', () => {
+  const exact = () =>
+    ({ clock: instantClock(), jitter: 'none', baseDelayMs: 10, budget: false }) as const;
+
+  it.each(['Unary', 'ClientStream', 'ServerStream', 'Bidi'] as const)(
+    '%s: the error and the status say why the call gave up, after how many attempts and waits',
+    async (kind) => {
+      const { s, client } = await withInterceptor({ ...exact(), maxAttempts: 3 });
+      s.always({ code: UNAVAILABLE, pushback: '25' });
+      const { error, status } = await receive(client, kind);
+      expect(s.seen).toHaveLength(3);
+      const expected = { reason: 'max-attempts', attempts: 3, totalDelayMs: 50 };
+      expect(getRetryReport(error)).toMatchObject(expected);
+      expect(getRetryReport(status)).toMatchObject(expected);
+    },
+  );
+
+  it('leaves the error as grpc-js made it: code, details, trailers, no extra keys', async () => {
+    const { s, client } = await withInterceptor({ ...exact(), maxAttempts: 2 });
+    s.always({ code: UNAVAILABLE, pushback: '25' });
+    const { error, status } = await receive(client, 'Unary');
+    expect(error).toMatchObject({ code: UNAVAILABLE, details: `scripted ${UNAVAILABLE}` });
+    expect(error!.metadata).toBe(status.metadata);
+    expect(error!.metadata.get('grpc-retry-pushback-ms')).toEqual(['25']);
+    expect(Object.keys(error!).sort()).toEqual(['code', 'details', 'metadata']);
+    expect(Object.getOwnPropertySymbols(error!)).toEqual([]);
+    expect(Object.getOwnPropertySymbols(error!.metadata)).toEqual([]);
+    expect(Object.getOwnPropertySymbols(status)).toEqual([]);
+  });
+
+  it('reports a call that never retried: its first status was not retryable', async () => {
+    const { s, client } = await withInterceptor({ ...exact(), maxAttempts: 3 });
+    s.always({ code: INVALID_ARGUMENT });
+    for (const kind of ['Unary', 'Bidi'] as const) {
+      const { error } = await receive(client, kind);
+      expect(error?.code).toBe(INVALID_ARGUMENT);
+      expect(getRetryReport(error)).toMatchObject({
+        reason: 'not-retryable',
+        attempts: 1,
+        totalDelayMs: 0,
+      });
+    }
+    expect(s.seen).toHaveLength(2);
+  });
+
+  it('reports a throttled call, and a call cancelled during its wait', async () => {
+    const { s, client } = await withInterceptor({
+      clock: instantClock(),
+      jitter: 'none',
+      baseDelayMs: 10,
+      maxAttempts: 2,
+      throttling: { maxTokens: 2, tokenRatio: 0.1 },
+    });
+    s.always({ code: UNAVAILABLE });
+    // 2 tokens -> 1 after the first failure: at half, no retry.
+    const throttled = await receive(client, 'Unary');
+    expect(getRetryReport(throttled.error)).toMatchObject({ reason: 'budget', attempts: 1 });
+
+    const clock = new ManualClock();
+    const slow = await withInterceptor({ clock, baseDelayMs: 1000, budget: false });
+    slow.s.always({ code: UNAVAILABLE });
+    let cancel = () => {};
+    const outcome = receive(slow.client, 'ServerStream', (c) => (cancel = () => c.cancel()));
+    while (clock.sleeps.length === 0) await new Promise((r) => setTimeout(r, 5));
+    cancel();
+    const { error } = await outcome;
+    expect(error?.code).toBe(1); // CANCELLED
+    expect(getRetryReport(error)).toMatchObject({ reason: 'aborted', attempts: 1 });
+    expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+  });
+
+  it('is passed up, not retried again, by a stormproof retry() around the call', async () => {
+    const { s, client } = await withInterceptor({ ...exact(), maxAttempts: 2 });
+    s.always({ code: UNAVAILABLE });
+    const outer = createRetryPolicy({ maxAttempts: 3, clock: instantClock(), budget: false });
+    const failing = async () => {
+      const { error } = await receive(client, 'Unary');
+      throw error;
+    };
+    const error: unknown = await outer.retry(failing).catch((e: unknown) => e);
+    expect(getRetryReport(error)).toMatchObject({
+      reason: 'already-retried',
+      attempts: 1,
+      inner: { reason: 'max-attempts', attempts: 2, totalDelayMs: 10 },
+    });
+    expect(s.seen).toHaveLength(2);
+  });
+
+  it('gives a call that succeeds after retries no error, and its tally to onSuccess', async () => {
+    const successes: unknown[] = [];
+    const { s, client } = await withInterceptor({
+      ...exact(),
+      maxAttempts: 3,
+      onSuccess: (e) => successes.push(e),
+    });
+    s.script({ code: UNAVAILABLE }, { code: UNAVAILABLE });
+    const { error, status } = await receive(client, 'Unary');
+    expect(error).toBeNull();
+    expect(status.code).toBe(OK);
+    expect(getRetryReport(status)).toBeUndefined();
+    expect(successes).toEqual([{ attempts: 3, totalDelayMs: 30, elapsedMs: 30 }]);
   });
 });

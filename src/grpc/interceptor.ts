@@ -15,7 +15,13 @@ import type { Budget } from '../core/budgets/budget.js';
 import { TokenBucket } from '../core/budgets/token-bucket.js';
 import type { Verdict } from '../core/classify.js';
 import type { Clock, RandomSource } from '../core/clock.js';
-import type { AttemptContext, RetryDecisionContext, RetryHooks } from '../core/options.js';
+import type {
+  AttemptContext,
+  RetryDecisionContext,
+  RetryHooks,
+  RetryReport,
+} from '../core/options.js';
+import { addReportFinder, getRetryReport, type ReportFinder } from '../core/report.js';
 import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
 import { capMaxAttempts } from './limits.js';
@@ -239,6 +245,23 @@ type InterceptingCallInterface = ReturnType<NextCall>;
 /** The statuses of attempts that failed after the call was committed: never retried. */
 const committedFailures = new WeakSet<StatusObject>();
 
+/**
+ * The reports of calls that gave up, by their final trailers. grpc-js builds the error its caller
+ * receives after the interceptor is done, by copying the final status's fields onto a new Error:
+ * the trailers object is the one thing of ours that reaches it, so the report is found from it,
+ * and neither the error nor the trailers gain a key.
+ */
+const reportsByTrailers = new WeakMap<object, RetryReport>();
+
+/** Finds the report of a caller's error, or of the status grpc-js emits, by its trailers. */
+const findByTrailers: ReportFinder = (error) => {
+  // Not `instanceof Metadata`: the application's grpc-js may be another copy than ours.
+  const trailers = (error as { metadata?: unknown }).metadata;
+  return typeof trailers === 'object' && trailers !== null
+    ? reportsByTrailers.get(trailers)
+    : undefined;
+};
+
 const PERMANENT: Verdict = Object.freeze({ retryable: false, kind: 'permanent' });
 const DO_NOT_RETRY: Verdict = Object.freeze({ retryable: false, kind: 'do-not-retry' });
 
@@ -432,7 +455,7 @@ class RetryingCall implements InterceptingCallInterface {
       .retry((context) => this.runAttempt(context), { signal: this.controller.signal })
       .then(
         (status) => this.finish(status),
-        (error: unknown) => this.finish(this.statusOf(error)),
+        (error: unknown) => this.finish(this.statusOf(error), getRetryReport(error)),
       );
   }
 
@@ -457,9 +480,10 @@ class RetryingCall implements InterceptingCallInterface {
     attempt?.call.cancelWithStatus(status.code, status.details);
   }
 
-  private finish(status: StatusObject): void {
+  private finish(status: StatusObject, report?: RetryReport): void {
     if (this.finished) return;
     this.finished = true;
+    if (report !== undefined) reportsByTrailers.set(status.metadata, report);
     clearTimeout(this.deadlineTimer);
     this.attempt = undefined;
     this.queue = [];
@@ -649,6 +673,7 @@ class RetryingCall implements InterceptingCallInterface {
  */
 export function createRetryInterceptor(options?: RetryInterceptorOptions): Interceptor {
   const settings = settle(options);
+  addReportFinder(findByTrailers);
   return (callOptions, nextCall) => {
     let effective = callOptions;
     if (settings.deadlineMs !== undefined && callOptions.deadline === undefined) {
