@@ -1,19 +1,18 @@
 // 50 processes share one breaker key through a real redis-server (Debian's package), started
 // here on a free loopback port. Without redis-server this suite fails: it never skips.
-import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { createClient } from '@redis/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BreakerRegistry, type BreakerStore, type CircuitBreaker } from '../src/index.js';
 import { createRedisBreakerStore } from '../src/redis/index.js';
+import { freePort, startRedis, stopRedis } from './helpers/redis.js';
 
 const FLEET = 50;
 const EVERY_MS = 10;
 const OPEN_MS = 400; // open periods of 200-400 ms, then 400-800 ms after a failed probe
 const MEMBER = fileURLToPath(new URL('./fixtures/breaker-fleet-member.mjs', import.meta.url));
-const REDIS = process.env.REDIS_SERVER ?? '/usr/bin/redis-server';
 
 interface Call {
   at: number;
@@ -41,60 +40,14 @@ let port = 0;
 let server: ChildProcess | undefined;
 const fleet: ChildProcess[] = [];
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const { port: p } = s.address() as { port: number };
-  s.close();
-  await once(s, 'close');
-  return p;
+async function startServer(): Promise<void> {
+  server = await startRedis(port);
 }
 
-async function startRedis(): Promise<void> {
-  const child = spawn(
-    REDIS,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  child.on('error', () => {}); // reported below through the exit
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`redis-server did not start: ${out}`)), 10_000);
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d;
-      if (out.includes('Ready to accept connections')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(
-        new Error(
-          `redis-server (${REDIS}) could not start (exit ${code}); install Debian's redis-server. ${out}`,
-        ),
-      );
-    });
-    child.once('error', (e) => {
-      clearTimeout(timer);
-      reject(
-        new Error(
-          `redis-server (${REDIS}) could not start: ${e.message}; install Debian's redis-server`,
-        ),
-      );
-    });
-  });
-  server = child;
-}
-
-async function stopRedis(): Promise<void> {
+async function stopServer(): Promise<void> {
   const s = server!;
   server = undefined;
-  s.kill('SIGKILL');
-  await once(s, 'exit');
+  await stopRedis(s);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -175,7 +128,7 @@ const tell = (m: object) => {
 
 beforeAll(async () => {
   port = await freePort();
-  await startRedis();
+  await startServer();
   const ready: Promise<unknown>[] = [];
   for (let i = 0; i < FLEET; i++) {
     const child = fork(MEMBER, {
@@ -196,7 +149,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const c of fleet) if (c.connected) c.send({ type: 'exit' });
   await Promise.all(fleet.map((c) => (c.exitCode === null ? once(c, 'exit') : undefined)));
-  if (server) await stopRedis();
+  if (server) await stopServer();
 });
 
 describe('a breaker shared by 50 processes through Redis', () => {
@@ -289,7 +242,7 @@ describe('a breaker shared by 50 processes through Redis', () => {
 
   it('keeps working on local state while Redis is down, says so, and shares again once it is back', async () => {
     await reportAll();
-    await stopRedis();
+    await stopServer();
     await sleep(300);
     tell({ type: 'health', ok: false }); // every process trips on its own
     await sleep(600);
@@ -300,7 +253,7 @@ describe('a breaker shared by 50 processes through Redis', () => {
       expect(r.stats.rejected.length).toBeGreaterThan(0); // the local breaker opened
     }
     tell({ type: 'health', ok: true });
-    await startRedis();
+    await startServer();
     await sleep(2500); // store retried at most once a second per key
     const back = await reportAll();
     for (const r of back) {
