@@ -74,6 +74,7 @@ function herdOptions(values: Values, jitter = values.jitter): Record<string, unk
     seed: values.seed,
     jitter,
     pushback: values.pushback,
+    mode: values.mode,
   };
 }
 
@@ -156,6 +157,13 @@ const herd: Scenario = {
       kind: { type: 'enum', values: ['none', 'load-aware', 'spread', 'fixed'] },
       default: 'none',
       help: 'what stormproof/server tells each rejected call: load-aware or spread waits (obeyed exactly), or the same 2 s for all (fixed)',
+    },
+    {
+      flag: 'mode',
+      key: 'mode',
+      kind: { type: 'enum', values: ['auto', 'exact', 'counted'] },
+      default: 'auto',
+      help: 'exact: client by client, the published figures bit for bit; counted: clients as counts per slot, the same in distribution, in seconds at 10^9 clients; auto: exact up to 100,000 clients (10,000 with --jitter none), counted above',
     },
   ],
   jobs(values, plot) {

@@ -6,6 +6,13 @@
 // which makes a million clients take seconds instead of hours.
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { createPushback } from '../server/pushback.js';
+import {
+  type CountedJitter,
+  countedMoves,
+  countedRingSize,
+  DEFAULT_FLUID_CALLS,
+  runHerdCounted,
+} from './herd-counted.js';
 import { ascending, MinHeap } from './min-heap.js';
 import { checkSeed, PythonRandom } from './python-random.js';
 
@@ -25,6 +32,30 @@ export type HerdJitter = 'none' | 'full' | 'equal' | 'decorrelated' | 'band';
  *   adds its own jittered backoff on top, as the retry loop does with Retry-After.
  */
 export type HerdPushback = 'none' | 'load-aware' | 'spread' | 'fixed';
+
+/**
+ * How {@link runHerd} runs the herd.
+ *
+ * - `'exact'`: client by client, the Python model's draws in its order: the published figures,
+ *   bit for bit. Its work grows with the calls made.
+ * - `'counted'`: clients in the same state due in the same slot are one count, and what happens to
+ *   them is drawn as counts (binomial splits, from the same seeded generator): the same herd in
+ *   distribution, not bit for bit, at a cost that grows with the slots, not the clients. Not for
+ *   `jitter: 'decorrelated'` (every client has its own last wait) or `pushback: 'load-aware'`
+ *   (every rejected call gets its own slot).
+ * - `'auto'`: `'exact'` up to {@link HERD_EXACT_MAX_CLIENTS} clients
+ *   ({@link HERD_EXACT_MAX_CLIENTS_NO_JITTER} with `jitter: 'none'`) and whenever counting is not
+ *   possible, `'counted'` above.
+ */
+export type HerdMode = 'auto' | 'exact' | 'counted';
+
+/** `mode: 'auto'` runs the herd client by client up to this many clients. */
+export const HERD_EXACT_MAX_CLIENTS = 100_000;
+/**
+ * `mode: 'auto'` with `jitter: 'none'` runs client by client only up to this many clients: without
+ * jitter the calls grow with the square of the herd (100,000 clients make about 200 million).
+ */
+export const HERD_EXACT_MAX_CLIENTS_NO_JITTER = 10_000;
 
 /** The options of {@link runHerd}. Every field is optional; the defaults are the storm story's. */
 export interface HerdOptions {
@@ -141,6 +172,18 @@ export interface HerdOptions {
    * ```
    */
   onSlot?: ((slotStartMs: number, served: number, failed: number) => void) | undefined;
+  /**
+   * How the herd is run (see {@link HerdMode}): `'exact'` client by client (the published figures,
+   * bit for bit), `'counted'` as counts per state and slot (the same in distribution, in time that
+   * does not grow with the clients), or `'auto'`: exact up to 100,000 clients (10,000 without
+   * jitter), counted above.
+   * @default 'auto'
+   * @example
+   * ```ts
+   * runHerd({ clients: 1_000_000_000, mode: 'counted' }) // seconds, not hours
+   * ```
+   */
+  mode?: HerdMode | undefined;
 }
 
 /** What {@link runHerd} reports: the three figures the storm story's model prints. */
@@ -168,7 +211,9 @@ const KNOWN_KEYS = [
   'onProgress',
   'onSlot',
   'pushback',
+  'mode',
 ] as const;
+const MODES: readonly string[] = ['auto', 'exact', 'counted'];
 const PUSHBACK_KINDS: readonly string[] = ['none', 'load-aware', 'spread', 'fixed'];
 /** The one Retry-After everyone gets with `pushback: 'fixed'`: the storm story's API said 2 s. */
 const FIXED_RETRY_AFTER_MS = 2000;
@@ -358,6 +403,16 @@ export function roundLikePython(ms: number): number {
   return Number((ms / 1000).toFixed(2));
 }
 
+/**
+ * The waits `pushback: 'spread'` tells, in ms, as the counted herd reads them: stormproof/server's
+ * own range (its `next` at a draw of 0 and of 1), shifted by the 1 ms the client's round-up to
+ * whole ms adds at most, since `ceil(x)` falls in a slot exactly when `x + 1` does.
+ */
+function spreadRange(): [number, number] {
+  const at = (u: number) => createPushback({ mode: 'spread' }, () => u).next(0);
+  return [at(0) + 1, at(1) + 1];
+}
+
 function checkJitter(value: unknown): HerdJitter {
   if (typeof value === 'string' && JITTER_KINDS.includes(value)) return value as HerdJitter;
   throw new TypeError(
@@ -369,6 +424,13 @@ function checkPushback(value: unknown): HerdPushback {
   if (typeof value === 'string' && PUSHBACK_KINDS.includes(value)) return value as HerdPushback;
   throw new TypeError(
     `stormproof: ${OWNER} pushback must be one of ${PUSHBACK_KINDS.map((k) => `'${k}'`).join(', ')}, got ${show(value)}`,
+  );
+}
+
+function checkMode(value: unknown): HerdMode {
+  if (typeof value === 'string' && MODES.includes(value)) return value as HerdMode;
+  throw new TypeError(
+    `stormproof: ${OWNER} mode must be one of ${MODES.map((k) => `'${k}'`).join(', ')}, got ${show(value)}`,
   );
 }
 
@@ -411,6 +473,7 @@ export function runHerd(options?: HerdOptions): HerdResult {
   const onProgress = checkCallback<HerdOptions['onProgress']>('onProgress', o.onProgress);
   const onSlot = checkCallback<HerdOptions['onSlot']>('onSlot', o.onSlot);
   const pushback = checkPushback(o.pushback ?? 'none');
+  const mode = checkMode(o.mode ?? 'auto');
 
   const base = baseMs / 1000;
   const cap = capMs / 1000;
@@ -427,6 +490,52 @@ export function runHerd(options?: HerdOptions): HerdResult {
   const saturated = ceilingOf.length - 1;
 
   const rng = new PythonRandom(seed);
+  if (mode !== 'exact') {
+    const why =
+      jitter === 'decorrelated'
+        ? "jitter 'decorrelated' (every client has its own last wait)"
+        : pushback === 'load-aware'
+          ? "pushback 'load-aware' (every rejected call gets its own slot)"
+          : undefined;
+    const params =
+      why === undefined
+        ? {
+            clients,
+            perSlot,
+            slotMs,
+            ceilings: ceilingOf,
+            jitter: jitter as CountedJitter,
+            pushback: pushback as 'none' | 'fixed' | 'spread',
+            fixedMs: FIXED_RETRY_AFTER_MS,
+            spreadMs: spreadRange(),
+            rng,
+            fluidCalls: DEFAULT_FLUID_CALLS,
+            onProgress,
+            onSlot,
+          }
+        : undefined;
+    const fits = params !== undefined && countedRingSize(countedMoves(params)) !== undefined;
+    if (mode === 'counted' && !fits) {
+      throw new RangeError(
+        why !== undefined
+          ? `stormproof: ${OWNER} mode 'counted' cannot count ${why}; use mode 'exact' or 'auto'`
+          : `stormproof: ${OWNER} mode 'counted' needs capMs / slotMs (${show(capMs)} / ${show(slotMs)}) small enough for its ring of future slots; use mode 'exact' or a wider slotMs`,
+      );
+    }
+    const large =
+      clients >
+      (jitter === 'none' && pushback !== 'spread'
+        ? HERD_EXACT_MAX_CLIENTS_NO_JITTER
+        : HERD_EXACT_MAX_CLIENTS);
+    if (fits && (mode === 'counted' || large)) {
+      const r = runHerdCounted(params!);
+      return {
+        calls: r.calls,
+        busiestSlot: r.busiestSlot,
+        doneAfterSeconds: roundLikePython((r.lastSlot + 1) * slotMs),
+      };
+    }
+  }
   const previous = jitter === 'decorrelated' ? new Float64Array(clients).fill(base) : undefined;
   const queue = new SlotQueue();
   for (let c = 0; c < clients; c++) queue.push(0, c * TRIES_SPAN);
