@@ -1,25 +1,20 @@
 // The map's report in a real browser: headless Chromium (Debian's /usr/bin/chromium through
 // playwright-core) opens the HTML report of a small sweep; every heatmap square is laid out, and
 // the screenshot shows the three class colours. Where chromium is missing, the test fails.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
 import { afterAll, expect, it } from 'vitest';
 import { mapReport } from '../src/sim/map/report.js';
 import { runMap } from '../src/sim/map/sweep.js';
 import { renderReportHtml } from '../src/sim/plot.js';
+import { launchChromium } from './helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const dir = mkdtempSync(join(tmpdir(), 'stormproof-map-browser-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 it('draws every heatmap of the report: squares laid out, and a screenshot with red, green and amber', async () => {
-  expect(
-    existsSync(CHROMIUM),
-    `${CHROMIUM} is not installed (Debian: apt-get install chromium): the map's heatmaps cannot be checked in a browser`,
-  ).toBe(true);
   const map = await runMap({
     loads: [0.1, 0.5, 0.9],
     triggerSeconds: [1, 3, 10],
@@ -33,10 +28,7 @@ it('draws every heatmap of the report: squares laid out, and a screenshot with r
   const file = join(dir, 'map.html');
   writeFileSync(file, renderReportHtml(mapReport(map)));
 
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-gpu'],
-  });
+  const browser = await launchChromium("the map's heatmaps");
   try {
     const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
     await page.goto(pathToFileURL(file).href);

@@ -81,7 +81,8 @@ export interface ChartSizeOptions {
    */
   width?: number | undefined;
   /**
-   * Height of one chart, in CSS pixels. From 150 to 4000.
+   * Height of one chart, in CSS pixels. From 150 to 4000. A title or legend too long for one
+   * line wraps, and the chart (with those beside it) grows by the lines it adds.
    * @default 320
    * @example
    * ```ts
@@ -172,7 +173,14 @@ const MAX_POINTS = 1600;
 /** The charts' font attribute, for pictures drawn in the same style. */
 export const FONT = 'font-family="system-ui, -apple-system, Segoe UI, Roboto, sans-serif"';
 
+/** Room around the plot of a chart whose title and legend take one line each. */
 const MARGIN = { left: 64, right: 18, top: 52, bottom: 50 };
+/** How far apart the lines of a chart's title, and the rows of its legend, are. */
+const TITLE_LINE = 18;
+const LEGEND_ROW = 16;
+/** A legend entry: its swatch and the space after it, before the label; then the gap to the next. */
+const SWATCH = 22;
+const ENTRY_GAP = 12;
 
 /** Escapes text for XML and HTML, in content and in attributes. */
 export function escapeXml(text: string): string {
@@ -182,6 +190,66 @@ export function escapeXml(text: string): string {
     .replace(/>/g, '&gt;')
     .replace(/"/g, '&quot;')
     .replace(/'/g, '&#39;');
+}
+
+/**
+ * About how wide `text` is drawn at `size` CSS pixels, rounded up: each character at the width it
+ * has in DejaVu Sans (system-ui on most Linux desktops, and wider than Segoe UI, Roboto or San
+ * Francisco), so that what is laid out by it fits in those fonts too. The picture is static SVG:
+ * nothing measures the text where it is shown.
+ */
+function textWidth(text: string, size: number, bold = false): number {
+  let em = 0;
+  for (const ch of text) em += charEm(ch);
+  return em * size * (bold ? 1 : 0.92);
+}
+
+/** A character's width in em, in bold; regular is 0.92 of it. */
+function charEm(ch: string): number {
+  if (/[\s'.,:;|/\\ijlIJ\u2019]/.test(ch)) return 0.4;
+  if (/[-!()[\]frt_`"*?zcs]/.test(ch)) return 0.6;
+  if (/[mwMW%@&]/.test(ch)) return 1.1;
+  if (/[A-Z#+<=>^~]/.test(ch)) return 0.86;
+  // Wide scripts (CJK, emoji) take about an em.
+  return ch.codePointAt(0)! >= 0x1100 ? 1.1 : 0.72;
+}
+
+/**
+ * `text` in lines of at most `maxWidth` (as {@link textWidth} measures), broken between words; a
+ * word wider than a line has a line of its own.
+ */
+function wrapText(text: string, maxWidth: number, size: number, bold = false): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    const longer = line === '' ? word : `${line} ${word}`;
+    if (line !== '' && textWidth(longer, size, bold) > maxWidth) {
+      lines.push(line);
+      line = word;
+    } else line = longer;
+  }
+  lines.push(line);
+  return lines;
+}
+
+/**
+ * One `<text>` at (`x`, `y`); of several lines, a `<tspan>` each, `lineHeight` apart (one line is
+ * written as plain text, as before titles wrapped).
+ */
+function textLines(
+  x: number,
+  y: number,
+  lines: readonly string[],
+  lineHeight: number,
+  attributes: string,
+): string {
+  if (lines.length === 1) {
+    return `<text x="${c(x)}" y="${c(y)}" ${attributes}>${escapeXml(lines[0]!)}</text>`;
+  }
+  const spans = lines.map(
+    (line, i) => `<tspan x="${c(x)}" y="${c(y + i * lineHeight)}">${escapeXml(line)}</tspan>`,
+  );
+  return `<text ${attributes}>${spans.join('')}</text>`;
 }
 
 /** A coordinate with at most two decimals. */
@@ -276,14 +344,86 @@ function checkSize(name: string, value: unknown, fallback: number): number {
   return value;
 }
 
+/** Where a chart is drawn: its size, and the top of its plot (below its title and legend). */
+interface Frame {
+  readonly width: number;
+  readonly height: number;
+  readonly plotTop: number;
+}
+
+/** One entry of a legend, placed: `x` is where its swatch starts. */
+interface LegendEntry {
+  readonly label: string;
+  readonly color: string;
+  readonly x: number;
+}
+
+/** A chart's header: its title in lines, its legend in rows, and the plot's top below them. */
+interface Header {
+  readonly title: readonly string[];
+  readonly legend: readonly (readonly LegendEntry[])[];
+  readonly plotTop: number;
+}
+
+/**
+ * Lays out a chart's header in `width`: the title wrapped between the plot's left and right
+ * edges, then the legend's entries in order, as many to a row as fit there, each row
+ * right-aligned. Each line or row past the first moves the plot down.
+ */
+function chartHeader(chart: Chart, width: number): Header {
+  const left = MARGIN.left;
+  const right = width - MARGIN.right;
+  const title = wrapText(chart.title, right - left, 14, true);
+  const rows: { label: string; color: string; width: number }[][] = [];
+  if (chart.kind === 'line') {
+    let row: { label: string; color: string; width: number }[] = [];
+    let used = 0;
+    chart.lines.forEach((line, i) => {
+      const entry = {
+        label: line.label,
+        color: colorOf(line.label, i, line.color),
+        width: SWATCH + textWidth(line.label, 11),
+      };
+      if (row.length > 0 && used + ENTRY_GAP + entry.width > right - left) {
+        rows.push(row);
+        row = [];
+      }
+      used = row.length === 0 ? entry.width : used + ENTRY_GAP + entry.width;
+      row.push(entry);
+    });
+    if (row.length > 0) rows.push(row);
+  }
+  const legend = rows.map((row) => {
+    let x = right - row.reduce((sum, e) => sum + e.width, 0) - ENTRY_GAP * (row.length - 1);
+    return row.map((e) => {
+      const placed = { label: e.label, color: e.color, x };
+      x += e.width + ENTRY_GAP;
+      return placed;
+    });
+  });
+  const plotTop =
+    MARGIN.top + (title.length - 1) * TITLE_LINE + Math.max(0, legend.length - 1) * LEGEND_ROW;
+  return { title, legend, plotTop };
+}
+
+/**
+ * The headers of charts drawn side by side, `height` tall each at the least: each chart grows
+ * by what the tallest header adds, so that their plots line up.
+ */
+function groupFrame(charts: readonly Chart[], width: number, height: number) {
+  const headers = charts.map((chart) => chartHeader(chart, width));
+  const plotTop = Math.max(MARGIN.top, ...headers.map((h) => h.plotTop));
+  const frame: Frame = { width, height: height + plotTop - MARGIN.top, plotTop };
+  return { headers, frame };
+}
+
 /** The y axis, its grid and its label; returns the markup and the y scale. */
 function yAxis(
   top: number,
-  width: number,
-  height: number,
+  frame: Frame,
   label: string,
 ): { markup: string; y: (v: number) => number } {
-  const plotTop = MARGIN.top;
+  const { width, height, plotTop } = frame;
   const plotBottom = height - MARGIN.bottom;
   const y = (v: number) =>
     plotBottom - (Math.min(Math.max(v, 0), top) / top) * (plotBottom - plotTop);
@@ -303,7 +443,8 @@ function yAxis(
   return { markup: parts.join(''), y };
 }
 
-function lineChartBody(chart: LineChart, width: number, height: number, top: number): string {
+function lineChartBody(chart: LineChart, frame: Frame, top: number): string {
+  const { width, height, plotTop } = frame;
   const xs = chart.x;
   const plotLeft = MARGIN.left;
   const plotRight = width - MARGIN.right;
@@ -317,18 +458,20 @@ function lineChartBody(chart: LineChart, width: number, height: number, top: num
   }
   if (xMax <= xMin) xMax = xMin + 1;
   const x = (v: number) => plotLeft + ((v - xMin) / (xMax - xMin)) * (plotRight - plotLeft);
-  const axis = yAxis(top, width, height, chart.yLabel);
+  const axis = yAxis(top, frame, chart.yLabel);
   const parts: string[] = [];
 
   for (const band of chart.bands ?? []) {
     const x1 = x(Math.max(band.from, xMin));
     const x2 = x(Math.min(band.to, xMax));
     parts.push(
-      `<rect class="band" x="${c(x1)}" y="${MARGIN.top}" width="${c(Math.max(1, x2 - x1))}" height="${c(plotBottom - MARGIN.top)}" fill="#f59e0b" fill-opacity="0.18"/>`,
+      `<rect class="band" x="${c(x1)}" y="${plotTop}" width="${c(Math.max(1, x2 - x1))}" height="${c(plotBottom - plotTop)}" fill="#f59e0b" fill-opacity="0.18"/>`,
     );
     if (band.label !== undefined) {
+      // At the band's start, or as far right as it fits: a band near the end keeps its label.
+      const lx = Math.max(plotLeft, Math.min(x1 + 3, plotRight - textWidth(band.label, 11)));
       parts.push(
-        `<text x="${c(x1 + 3)}" y="${MARGIN.top + 12}" font-size="11" fill="#92400e">${escapeXml(band.label)}</text>`,
+        `<text x="${c(lx)}" y="${plotTop + 12}" font-size="11" fill="#92400e">${escapeXml(band.label)}</text>`,
       );
     }
   }
@@ -370,30 +513,28 @@ function lineChartBody(chart: LineChart, width: number, height: number, top: num
       );
     }
   });
-
-  // Legend, right-aligned under the title.
-  let lx = width - MARGIN.right;
-  const legend: string[] = [];
-  for (let i = chart.lines.length - 1; i >= 0; i--) {
-    const line = chart.lines[i]!;
-    const color = colorOf(line.label, i, line.color);
-    const textWidth = line.label.length * 6.5;
-    lx -= textWidth;
-    legend.push(
-      `<text x="${c(lx)}" y="38" font-size="11" fill="#374151">${escapeXml(line.label)}</text>`,
-    );
-    lx -= 22;
-    legend.push(
-      `<line x1="${c(lx)}" y1="34" x2="${c(lx + 16)}" y2="34" stroke="${escapeXml(color)}" stroke-width="3"/>`,
-    );
-    lx -= 12;
-  }
-  parts.push(`<g class="legend">${legend.join('')}</g>`);
   return parts.join('');
 }
 
-function barChartBody(chart: BarChart, width: number, height: number, top: number): string {
-  const axis = yAxis(top, width, height, chart.yLabel);
+/** The legend's rows, under the title's last line. */
+function legendMarkup(header: Header): string {
+  const first = 20 + (header.title.length - 1) * TITLE_LINE + 18;
+  const parts: string[] = [];
+  header.legend.forEach((row, j) => {
+    const y = first + j * LEGEND_ROW;
+    for (const e of row) {
+      parts.push(
+        `<line x1="${c(e.x)}" y1="${y - 4}" x2="${c(e.x + 16)}" y2="${y - 4}" stroke="${escapeXml(e.color)}" stroke-width="3"/>`,
+        `<text x="${c(e.x + SWATCH)}" y="${y}" font-size="11" fill="#374151">${escapeXml(e.label)}</text>`,
+      );
+    }
+  });
+  return `<g class="legend">${parts.join('')}</g>`;
+}
+
+function barChartBody(chart: BarChart, frame: Frame, top: number): string {
+  const { width, height } = frame;
+  const axis = yAxis(top, frame, chart.yLabel);
   const plotLeft = MARGIN.left;
   const plotRight = width - MARGIN.right;
   const plotBottom = height - MARGIN.bottom;
@@ -429,15 +570,20 @@ export function formatValue(n: number | null): string {
 }
 
 /** One chart's inner markup, placed at (0, 0), with `top` as its y axis's top. */
-function chartBody(chart: Chart, width: number, height: number, top: number): string {
+function chartBody(chart: Chart, frame: Frame, header: Header, top: number): string {
   const body =
-    chart.kind === 'bar'
-      ? barChartBody(chart, width, height, top)
-      : lineChartBody(chart, width, height, top);
+    chart.kind === 'bar' ? barChartBody(chart, frame, top) : lineChartBody(chart, frame, top);
   return [
-    `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-    `<text x="${MARGIN.left}" y="20" font-size="14" font-weight="600" fill="#111827">${escapeXml(chart.title)}</text>`,
+    `<rect width="${frame.width}" height="${frame.height}" fill="#ffffff"/>`,
+    textLines(
+      MARGIN.left,
+      20,
+      header.title,
+      TITLE_LINE,
+      'font-size="14" font-weight="600" fill="#111827"',
+    ),
     body,
+    chart.kind === 'line' ? legendMarkup(header) : '',
   ].join('');
 }
 
@@ -467,10 +613,11 @@ export function renderChartSvg(chart: Chart, options?: ChartSizeOptions): string
   const width = checkSize('width', options?.width, 560);
   const height = checkSize('height', options?.height, 320);
   const ch = checkChart(chart);
+  const { headers, frame } = groupFrame([ch], width, height);
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" ${FONT}>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${frame.height}" width="${width}" height="${frame.height}" role="img" ${FONT}>`,
     `<title>${escapeXml(ch.title)}</title>`,
-    `<g class="chart">${chartBody(ch, width, height, chartTop(ch))}</g>`,
+    `<g class="chart">${chartBody(ch, frame, headers[0]!, chartTop(ch))}</g>`,
     '</svg>',
   ].join('');
 }
@@ -499,25 +646,26 @@ export function renderChartsSvg(charts: readonly Chart[], options?: ChartGridOpt
   }
   const columns = columnsOption ?? Math.max(1, Math.min(3, list.length));
   const rows = Math.max(1, Math.ceil(list.length / columns));
-  const titleHeight = options?.title === undefined ? 0 : 36;
   const totalWidth = width * Math.min(columns, Math.max(1, list.length));
-  const totalHeight = titleHeight + rows * height;
+  const title =
+    options?.title === undefined ? [] : wrapText(options.title, totalWidth - 32, 17, true);
+  const titleHeight = title.length === 0 ? 0 : 36 + (title.length - 1) * 22;
+  const { headers, frame } = groupFrame(list, width, height);
+  const totalHeight = titleHeight + rows * frame.height;
   const tops = sharedTops(list, options?.shareY ?? true);
   const parts = [
     `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${totalWidth} ${totalHeight}" width="${totalWidth}" height="${totalHeight}" role="img" ${FONT}>`,
     `<title>${escapeXml(options?.title ?? list.map((ch) => ch.title).join(' | '))}</title>`,
     `<rect width="${totalWidth}" height="${totalHeight}" fill="#ffffff"/>`,
   ];
-  if (options?.title !== undefined) {
-    parts.push(
-      `<text x="16" y="24" font-size="17" font-weight="700" fill="#111827">${escapeXml(options.title)}</text>`,
-    );
+  if (title.length > 0) {
+    parts.push(textLines(16, 24, title, 22, 'font-size="17" font-weight="700" fill="#111827"'));
   }
   list.forEach((chart, i) => {
     const x = (i % columns) * width;
-    const y = titleHeight + Math.floor(i / columns) * height;
+    const y = titleHeight + Math.floor(i / columns) * frame.height;
     parts.push(
-      `<g class="chart" transform="translate(${x} ${y})">${chartBody(chart, width, height, tops[i]!)}</g>`,
+      `<g class="chart" transform="translate(${x} ${y})">${chartBody(chart, frame, headers[i]!, tops[i]!)}</g>`,
     );
   });
   parts.push('</svg>');
@@ -594,14 +742,16 @@ export function renderReportHtml(report: Report): string {
     }
     const charts = section.charts ?? [];
     if (charts.length > 0) {
-      const tops = sharedTops(charts.map(checkChart), section.shareY ?? true);
+      const list = charts.map(checkChart);
+      const tops = sharedTops(list, section.shareY ?? true);
+      const { headers, frame } = groupFrame(list, 560, 320);
       parts.push('<div class="charts">');
-      charts.forEach((chart, i) => {
+      list.forEach((chart, i) => {
         parts.push(
           [
-            `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 560 320" width="560" height="320" role="img" ${FONT}>`,
+            `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 560 ${frame.height}" width="560" height="${frame.height}" role="img" ${FONT}>`,
             `<title>${escapeXml(chart.title)}</title>`,
-            `<g class="chart">${chartBody(chart, 560, 320, tops[i]!)}</g>`,
+            `<g class="chart">${chartBody(chart, frame, headers[i]!, tops[i]!)}</g>`,
             '</svg>',
           ].join(''),
         );
@@ -640,25 +790,33 @@ export function renderReportSvg(report: Report, options?: ChartSizeOptions): str
     const charts = section.charts!.map(checkChart);
     const perRow = Math.min(3, charts.length);
     const tops = sharedTops(charts, section.shareY ?? true);
+    const { headers, frame } = groupFrame(charts, width, height);
+    const heading = wrapText(section.heading, totalWidth - 32, 15, true);
     parts.push(
-      `<text class="section" x="16" y="${y + 22}" font-size="15" font-weight="600" fill="#111827">${escapeXml(section.heading)}</text>`,
+      textLines(
+        16,
+        y + 22,
+        heading,
+        19,
+        'class="section" font-size="15" font-weight="600" fill="#111827"',
+      ),
     );
-    y += 34;
+    y += 34 + (heading.length - 1) * 19;
     charts.forEach((chart, i) => {
       const x = (i % perRow) * width;
-      const cy = y + Math.floor(i / perRow) * height;
+      const cy = y + Math.floor(i / perRow) * frame.height;
       parts.push(
-        `<g class="chart" transform="translate(${x} ${cy})">${chartBody(chart, width, height, tops[i]!)}</g>`,
+        `<g class="chart" transform="translate(${x} ${cy})">${chartBody(chart, frame, headers[i]!, tops[i]!)}</g>`,
       );
     });
-    y += Math.ceil(charts.length / perRow) * height + 8;
+    y += Math.ceil(charts.length / perRow) * frame.height + 8;
   }
   return svgPage(report.title, totalWidth, y, parts);
 }
 
 /**
  * A report's one SVG picture: a white page `width` wide, its title on top, then `parts` (drawn
- * from y = 44 down to `contentBottom`).
+ * from y = 44 down to `contentBottom`, and moved down as a whole when the title takes more lines).
  */
 export function svgPage(
   title: string,
@@ -666,13 +824,16 @@ export function svgPage(
   contentBottom: number,
   parts: readonly string[],
 ): string {
-  const height = Math.max(contentBottom, 60);
+  const lines = wrapText(title, width - 32, 19, true);
+  // A title of several lines moves everything under it down.
+  const extra = (lines.length - 1) * 24;
+  const height = Math.max(contentBottom, 60) + extra;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" role="img" ${FONT}>`,
     `<title>${escapeXml(title)}</title>`,
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
-    `<text x="16" y="30" font-size="19" font-weight="700" fill="#111827">${escapeXml(title)}</text>`,
-    ...parts,
+    textLines(16, 30, lines, 24, 'font-size="19" font-weight="700" fill="#111827"'),
+    ...(extra === 0 ? parts : [`<g transform="translate(0 ${extra})">`, ...parts, '</g>']),
     '</svg>',
     '',
   ].join('');
