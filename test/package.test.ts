@@ -60,6 +60,7 @@ describe('package', () => {
     const names = [
       'createRetryInterceptor',
       'createAdmissionInterceptor',
+      'getRetryReport',
       'toServiceConfig',
       'parsePushback',
     ];

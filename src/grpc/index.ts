@@ -21,6 +21,9 @@
  * @module
  */
 
+// The same function as stormproof's and stormproof/fetch's: one import per adapter.
+export type { RetryReport } from '../core/options.js';
+export { getRetryReport } from '../core/report.js';
 export { type AdmissionInterceptor, createAdmissionInterceptor } from './admission.js';
 export {
   createRetryInterceptor,
