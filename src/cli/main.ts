@@ -12,7 +12,7 @@ import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError, runJobs } from './jobs.js';
 import { liveLab } from './live.js';
 import { mapCommand } from './map.js';
-import { JSON_OPTION, num, table, writeWhole } from './output.js';
+import { duration, JSON_OPTION, num, table, writeWhole } from './output.js';
 import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
 import type { Job } from './runners.js';
 import {
@@ -304,7 +304,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
 }
 
 function checkText(file: string, report: StackReport): string {
-  const ms = (n: number | null) => (n === null ? 'unbounded' : `${num(n)} ms`);
+  const ms = (n: number | null) => (n === null ? 'unbounded' : duration(n));
   const lines = [
     `${report.name ?? 'stack'} (${file})`,
     '',

@@ -257,9 +257,27 @@ function checkBoolean(name: string, value: unknown): boolean {
   return value;
 }
 
+/**
+ * The longest duration a stack may give, in ms: 2^31 - 1 (about 24.86 days), the longest timer
+ * JavaScript can set (a longer `setTimeout` fires at once). A bigger value is a mistake, and would
+ * overflow the worst-case sums to Infinity, read as "no timeout".
+ */
+export const MAX_STACK_MS = 2 ** 31 - 1;
+
+/** A duration in ms: a finite number >= `min` (> 0 when `min` is 0 and `exclusive`), at most MAX_STACK_MS. */
+function checkMs(name: string, value: unknown, min: number, exclusive: boolean): number {
+  const ms = checkNumber(OWNER, name, value, { min, minExclusive: exclusive });
+  if (ms > MAX_STACK_MS) {
+    throw new RangeError(
+      `stormproof: ${OWNER} ${name} must be at most ${MAX_STACK_MS} ms (24.86 days, the longest timer JavaScript can set), got ${show(value)}`,
+    );
+  }
+  return ms;
+}
+
 function optionalNumber(name: string, value: unknown, min: number): number | undefined {
   if (value === undefined) return undefined;
-  return checkNumber(OWNER, name, value, { min, minExclusive: min === 0 });
+  return checkMs(name, value, min, min === 0);
 }
 
 /** A field that has two names (the stack's and the policy's): the one given, or neither. */
@@ -369,11 +387,11 @@ function readLayer(value: unknown, i: number): Layer {
     integer: true,
   });
   const timeout = either(at, o, 'timeoutMs', 'attemptTimeoutMs');
-  const baseDelayMs = checkNumber(OWNER, `${at}.baseDelayMs`, o.baseDelayMs ?? 0, { min: 0 });
+  const baseDelayMs = checkMs(`${at}.baseDelayMs`, o.baseDelayMs ?? 0, 0, false);
   const maxDelayMs =
     o.maxDelayMs === undefined
       ? Number.POSITIVE_INFINITY
-      : checkNumber(OWNER, `${at}.maxDelayMs`, o.maxDelayMs, { min: baseDelayMs });
+      : checkMs(`${at}.maxDelayMs`, o.maxDelayMs, baseDelayMs, false);
   let jitter = o.jitter ?? 'none';
   let bandHigh = 1.2;
   if (typeof jitter === 'object' && jitter !== null) {
