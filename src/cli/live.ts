@@ -6,6 +6,7 @@ import { type LineChart, type Report, renderReportHtml, renderReportSvg } from '
 import { type OptionSpec, optionsHelp, parse } from './args.js';
 import { JSON_OPTION, num, table, writeWhole } from './output.js';
 import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
+import { STORM_MODEL_OPTIONS } from './scenarios.js';
 
 /** What the live lab needs from the program: output streams and Ctrl-C. */
 export interface LiveIo {
@@ -28,6 +29,11 @@ export const LIVE_OPTIONS: readonly OptionSpec[] = [
     kind: { type: 'file', extensions: ['.html', '.htm', '.svg'] },
     default: 'reports/storm-lab-live.html',
     help: 'where to write the report (.html or .svg)',
+  },
+  // The virtual-time lab's --seed, with its validation: an integer from 0 to 2^53 - 1.
+  {
+    ...STORM_MODEL_OPTIONS.find((spec) => spec.flag === 'seed')!,
+    help: "seed of the fleet's draws: arrivals, instances, forecasts, client jitter",
   },
   JSON_OPTION,
   PROGRESS_OPTION,
@@ -67,7 +73,7 @@ function rows(result: LiveLabResult): (string | number)[][] {
 
 function parametersText(result: LiveLabResult): string {
   const p = result.parameters;
-  return `${num(p.rps)} user requests/s from ${p.instances} partner instances in ${p.workers} worker threads; the database fails over ${num(p.faultSeconds)} s (the story's 30 s / ${num(p.scale)}) after ${num(p.warmupSeconds)} s, then ${num(p.afterSeconds)} s more. API server: ${p.apiConnections} connections, ${p.apiThreads} threads of ${p.serviceMs} ms (${num(Math.round((p.apiThreads * 1000) / p.serviceMs))} requests/s), cache TTL ${num(p.cacheTtlMs / 1000)} s; database pool ${p.dbPool}, ${p.dbQueryMs} ms a query, ${p.dbFailMs} ms to fail during the failover. Old stack: ${p.oldStackTries} tries at each layer, ${p.clientTimeoutMs} ms per client attempt; gateway ${p.gatewayTimeoutMs} ms per call.`;
+  return `${num(p.rps)} user requests/s from ${p.instances} partner instances in ${p.workers} worker threads; the database fails over ${num(p.faultSeconds)} s (the story's 30 s / ${num(p.scale)}) after ${num(p.warmupSeconds)} s, then ${num(p.afterSeconds)} s more. API server: ${p.apiConnections} connections, ${p.apiThreads} threads of ${p.serviceMs} ms (${num(Math.round((p.apiThreads * 1000) / p.serviceMs))} requests/s), cache TTL ${num(p.cacheTtlMs / 1000)} s; database pool ${p.dbPool}, ${p.dbQueryMs} ms a query, ${p.dbFailMs} ms to fail during the failover. Old stack: ${p.oldStackTries} tries at each layer, ${p.clientTimeoutMs} ms per client attempt; gateway ${p.gatewayTimeoutMs} ms per call. Seed ${p.seed}.`;
 }
 
 function chart(run: LiveRun): LineChart {
@@ -129,6 +135,7 @@ export async function liveLab(args: readonly string[], io: LiveIo): Promise<numb
   try {
     result = await runLiveLab({
       scale: values.scale as number,
+      seed: values.seed as number,
       onProgress: (f) => bar.update(f),
       signal: io.interrupt,
     });

@@ -3,7 +3,8 @@
 // stormproof/fetch. It counts per second what it sent and how each tap ended, and posts the
 // counts when its taps are done (or the drain time is up: the rest are counted unfinished).
 import { parentPort, workerData } from 'node:worker_threads';
-import { createFetch, type FetchFunction } from '../fetch/index.js';
+import type { FetchFunction } from '../fetch/index.js';
+import { fleetClients, fleetRandom } from './fleet-random.js';
 import { PerSecond } from './series.js';
 import { epochMs, TimerSet } from './timers.js';
 
@@ -23,6 +24,10 @@ export interface FleetJob {
   readonly drainMs: number;
   readonly clientTimeoutMs: number;
   readonly tries: number;
+  /** The lab's seed: arrivals, instances, forecasts and client jitter are drawn from it. */
+  readonly seed: number;
+  /** This worker's number, from 0: its draws are its own. */
+  readonly worker: number;
 }
 
 /** What a fleet worker posts back: counts per second of the run. */
@@ -46,27 +51,6 @@ function maxTaps(job: FleetJob): number {
   return Math.ceil(job.rps * (job.arrivalsMs / 1000) * 2) + 10;
 }
 
-/** A forecast number drawn by popularity (Zipf, exponent 1), from a precomputed table. */
-function zipf(forecasts: number): () => number {
-  const cumulative: number[] = [];
-  let total = 0;
-  for (let k = 1; k <= forecasts; k++) {
-    total += 1 / k;
-    cumulative.push(total);
-  }
-  return () => {
-    const u = Math.random() * total;
-    let lo = 0;
-    let hi = cumulative.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cumulative[mid]! < u) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-}
-
 /** Runs the fleet; resolves with its counts. */
 export async function runFleet(job: FleetJob): Promise<FleetCounts> {
   const seconds = (job.arrivalsMs + job.drainMs) / 1000 + 1;
@@ -77,7 +61,7 @@ export async function runFleet(job: FleetJob): Promise<FleetCounts> {
   const failed = new PerSecond(job.startMs, seconds);
   const stop = new AbortController();
   const timers = new TimerSet();
-  const pick = zipf(job.forecasts);
+  const dice = fleetRandom(job.seed, job.worker, job.rps, job.instances, job.forecasts);
 
   const send: FetchFunction = (input, init) => {
     offered.add(epochMs());
@@ -103,8 +87,9 @@ export async function runFleet(job: FleetJob): Promise<FleetCounts> {
     };
   const oldLibrary = retrying(oldAttempt);
   const oldWrapped = retrying(oldLibrary);
-  // One stormproof client per partner instance, with its defaults: its own budget per origin.
-  const clients = Array.from({ length: job.instances }, () => createFetch({ fetch: send }));
+  // One stormproof client per partner instance, with its defaults: its own budget per origin, its
+  // jitter from its own seeded generator.
+  const clients = fleetClients(dice, job.instances, send);
   const stormproofTap = async (instance: number, url: string): Promise<boolean> => {
     try {
       const res = await clients[instance]!(url, { signal: stop.signal });
@@ -119,8 +104,8 @@ export async function runFleet(job: FleetJob): Promise<FleetCounts> {
   const tap = (): void => {
     const start = epochMs();
     arrived.add(start);
-    const instance = Math.floor(Math.random() * job.instances);
-    const url = `${job.gatewayUrl}/forecast/${pick()}`;
+    const instance = dice.instance();
+    const url = `${job.gatewayUrl}/forecast/${dice.forecast()}`;
     const outcome =
       job.clients === 'stormproof'
         ? stormproofTap(instance, url)
@@ -146,7 +131,7 @@ export async function runFleet(job: FleetJob): Promise<FleetCounts> {
   let next = job.startMs;
   let count = 0;
   while (count < limit) {
-    next += (-Math.log(1 - Math.random()) * 1000) / job.rps;
+    next += dice.nextGapMs();
     if (next >= endMs) break;
     const wait = next - epochMs();
     if (wait > 1) await timers.sleep(wait);

@@ -2,6 +2,7 @@
 // Times of the story (the failover, the cache's TTL, the run's phases) are divided by `scale`;
 // the times of one request (timeouts, service times) are real and never scaled, since they are
 // what makes the loop: a queue longer than the client's patience.
+import { LIVE_DEFAULT_SEED } from './fleet-random.js';
 
 /** The three runs, in the order they are made. */
 export const LIVE_RUNS = ['old-stack', 'stormproof-clients', 'stormproof-server'] as const;
@@ -50,6 +51,18 @@ export interface LiveLabOptions {
    */
   runs?: readonly LiveRunName[] | undefined;
   /**
+   * The seed of the fleet's random draws: when taps arrive, which instance sends each, which
+   * forecast it asks for, and each stormproof client's jitter. Two runs with the same seed draw
+   * the same numbers, so what differs between them is only what the machine does. An integer
+   * from 0 to 2^53 - 1, as the virtual-time lab's.
+   * @default 1
+   * @example
+   * ```ts
+   * runLiveLab({ seed: 42 })
+   * ```
+   */
+  seed?: number | undefined;
+  /**
    * Called with the share of the lab done (0 to 1), a few times a second.
    * @default undefined
    * @example
@@ -72,6 +85,8 @@ export interface LiveLabOptions {
 /** Every parameter of a live run, filled: printed with the results. */
 export interface LiveParameters {
   readonly scale: number;
+  /** The seed of the fleet's draws (arrivals, instances, forecasts, client jitter). */
+  readonly seed: number;
   /** User requests a second, all workers together. */
   readonly rps: number;
   readonly workers: number;
@@ -139,6 +154,17 @@ export function liveParameters(options: LiveLabOptions = {}): {
   const scale = checkNumber('scale', options.scale, 3);
   const rps = checkNumber('rps', options.rps, 60);
   const workers = checkNumber('workers', options.workers, 2);
+  const seed = options.seed ?? LIVE_DEFAULT_SEED;
+  if (
+    typeof seed !== 'number' ||
+    !Number.isInteger(seed) ||
+    seed < 0 ||
+    seed > Number.MAX_SAFE_INTEGER
+  ) {
+    throw new RangeError(
+      `stormproof: runLiveLab seed must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}, got ${seed === null ? 'null' : typeof seed === 'bigint' ? `${seed}n` : JSON.stringify(seed)}`,
+    );
+  }
   const runs = options.runs ?? LIVE_RUNS;
   if (
     !Array.isArray(runs) ||
@@ -159,6 +185,7 @@ export function liveParameters(options: LiveLabOptions = {}): {
     runs,
     parameters: {
       scale,
+      seed,
       rps,
       workers,
       instances: Math.max(workers, Math.round(rps / 10)),

@@ -132,6 +132,8 @@ async function runOne(
         drainMs: p.drainSeconds * 1000,
         clientTimeoutMs: p.clientTimeoutMs,
         tries: p.oldStackTries,
+        seed: p.seed,
+        worker: i,
       };
     });
     const timeoutMs = START_MS + arrivalsMs + p.drainSeconds * 1000 + 10_000;
