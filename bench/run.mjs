@@ -27,7 +27,15 @@ const serverRuns = Number(argAfter('--runs') ?? (smoke ? 1 : 3));
 if (!Number.isInteger(serverRuns) || serverRuns < 1) throw new Error('--runs: a whole number >= 1');
 const serverOptions = {
   runs: serverRuns,
-  ...(smoke ? { ms: 300, overheadMs: 200, rounds: 1, memoryRequests: 2000 } : {}),
+  ...(smoke
+    ? {
+        ms: 300,
+        overheadMs: 200,
+        rounds: 1,
+        memoryRequests: 2000,
+        cold: { clients: 20, ms: 300, steadyFromMs: 150 },
+      }
+    : {}),
 };
 const docs = fileURLToPath(new URL('../docs/benchmarks.md', import.meta.url));
 

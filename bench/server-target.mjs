@@ -5,7 +5,8 @@
 // `pool` "database connections" for `holdMs` (a FIFO wait when all are busy, as a connection
 // pool does): capacity pool / holdMs.
 // `/fast`: answers at once (for the overhead at low load). `/timings`: where each admitted
-// `/work` request's time went on the server since the last call (then forgotten).
+// `/work` request's time went on the server since the last call (then forgotten). `/cold`: the
+// most `/work` requests in the handler at once in the first second.
 import underPressure from '@fastify/under-pressure';
 import Fastify from 'fastify';
 import overloadProtection from 'overload-protection';
@@ -69,8 +70,25 @@ const release = () => {
 
 // Per admitted /work request: [queue wait, pool wait, arrival to the handler's end], in ms.
 let timings = [];
+// The cold start: the most requests in the handler at once during the first second after the
+// first request arrived (a fresh process started into load, as after a restart or a failover).
+let inHandler = 0;
+let firstArrival = Number.NaN;
+let coldMax = 0;
 app.get('/work', async (request) => {
   const { arrivedAt, admittedAt = arrivedAt } = request.raw;
+  if (Number.isNaN(firstArrival)) firstArrival = arrivedAt;
+  inHandler++;
+  if (performance.now() - firstArrival <= 1000) coldMax = Math.max(coldMax, inHandler);
+  try {
+    return await work(arrivedAt, admittedAt);
+  } finally {
+    inHandler--;
+  }
+});
+app.get('/cold', async () => ({ maxInHandler: coldMax }));
+
+async function work(arrivedAt, admittedAt) {
   const spinUntil = performance.now() + 0.2;
   while (performance.now() < spinUntil);
   const poolFrom = performance.now();
@@ -80,7 +98,7 @@ app.get('/work', async (request) => {
   release();
   timings.push([admittedAt - arrivedAt, pooledAt - poolFrom, performance.now() - arrivedAt]);
   return 'ok';
-});
+}
 app.get('/timings', async () => {
   const out = timings;
   timings = [];

@@ -157,6 +157,47 @@ async function closedLoop(url, workers, ms) {
   return (done * 1000) / (performance.now() - start);
 }
 
+/**
+ * A fresh server process started into load: `clients` closed-loop clients (each sends its next
+ * request when the last one is answered) from the first moment, for `ms`. The most requests in
+ * the handler at once in the first second, and the success p99 over the whole run against the
+ * p99 of the requests sent after `steadyFromMs` (the steady state).
+ */
+export async function coldStart(protection, backend, { clients = 200, ms = 4000, steadyFromMs = 2000 }) {
+  const { url, stop } = await startServer(protection, backend);
+  try {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
+    const results = [];
+    const start = performance.now();
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (performance.now() - start < ms) {
+          const at = performance.now() - start;
+          results.push({ ...(await get(`${url}/work`, agent)), at });
+        }
+      }),
+    );
+    agent.destroy();
+    const { maxInHandler } = await (await fetch(`${url}/cold`)).json();
+    const ok = results.filter((r) => r.status === 200);
+    return {
+      maxInHandler,
+      p99All: quantile(
+        ok.map((r) => r.ms),
+        0.99,
+      ),
+      p99Steady: quantile(
+        ok.filter((r) => r.at >= steadyFromMs).map((r) => r.ms),
+        0.99,
+      ),
+    };
+  } finally {
+    await stop();
+  }
+}
+/** The protections the cold start is measured for: the defaults and the knee limit. */
+const COLD_PROTECTIONS = ['stormproof', 'stormproof-knee'];
+
 const quantile = (xs, q) => {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
@@ -192,10 +233,14 @@ export async function measureServer({
   overheadMs = 1000,
   rounds = 7,
   memoryRequests = 100_000,
+  cold = {},
 } = {}) {
   const backends = {};
   for (const backend of BACKENDS) {
     const rows = {};
+    for (const protection of COLD_PROTECTIONS) {
+      rows[`${protection}-cold`] = await coldStart(protection, backend, cold);
+    }
     const capacity = capacityOf(backend);
     const at = async (url, times) =>
       summarize(await openLoop(`${url}/work`, capacity * times, ms), capacity);
@@ -317,6 +362,15 @@ export function serverSection(result) {
       `| rejection p99 at 5x at most 5 ms | ${backendName(backend)} | ${cells((r) => [msOf(r.x5.rejectP99), met(r.x5.rejectP99 <= 5)])} |`,
     );
   }
+  for (const backend of BACKENDS) {
+    const rows = result.backends[backend.name];
+    const cells = (check) =>
+      COLD_PROTECTIONS.flatMap((name) => check(rows[`${name}-cold`])).join(' | ');
+    targets.push(
+      `| cold start: at most 2x the pool (${2 * backend.pool}) in the handler at any moment of the first second | ${backendName(backend)} | ${cells((c) => [String(c.maxInHandler), met(c.maxInHandler <= 2 * backend.pool)])} |`,
+      `| cold start: success p99 over the whole run at most 1.5x the steady state's | ${backendName(backend)} | ${cells((c) => [`${msOf(c.p99All)} vs ${msOf(c.p99Steady)}`, met(c.p99All <= 1.5 * c.p99Steady)])} |`,
+    );
+  }
   const share = result.fast.stormproof / result.fast.none;
   targets.push(
     `| throughput at low load at least 97% of the bare server's | any | ${pct(share)} (${result.fast.stormproof.toFixed(0)} vs ${result.fast.none.toFixed(0)} requests/s) | ${met(share >= 0.97)} | | |`,
@@ -334,7 +388,7 @@ ${split}`;
   });
   return `## Server under overload
 
-\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) with one protection in front of a handler that spends 0.2 ms of CPU and then holds one of *pool* "database connections" for *hold* ms, so its capacity is pool / hold. Five backends: ${BACKENDS.map(backendName).join(', ')} (${BACKENDS.map(capacityOf).join(', ')} requests/s); the adaptive limit's floor (Gradient2's \`min\`, 20) is above the first three pools. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${result.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit\` to the pool size; \`stormproof-knee\` sets \`limit: { kind: 'knee' }\`, the limit that finds the pool's size by itself. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine. ${passesText(result.passes ?? 1)}; one-minute load average before each pass: ${(result.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
+\`bench/server.mjs\`: a Fastify server in its own process (\`bench/server-target.mjs\`) with one protection in front of a handler that spends 0.2 ms of CPU and then holds one of *pool* "database connections" for *hold* ms, so its capacity is pool / hold. Five backends: ${BACKENDS.map(backendName).join(', ')} (${BACKENDS.map(capacityOf).join(', ')} requests/s); the adaptive limit's floor (Gradient2's \`min\`, 20) is above the first three pools. Open-loop load from this process at 0.5x (for the unloaded p99), 2x and 5x that capacity for ${result.seconds ?? 3} s each; a client gives up after 1 s. *Goodput* is answers 200 within 1 s per second (from the first request to the last answer), as a share of capacity; *admitted p99* is over those answers; a *rejection* is a 503 or 429; *gave up* is requests with no answer within 1 s. \`stormproof\` is \`nodeMiddleware()\` with every default (Gradient2 limit, CoDel queue); \`stormproof-pool\` sets \`limit\` to the pool size; \`stormproof-knee\` sets \`limit: { kind: 'knee' }\`, the limit that finds the pool's size by itself. \`under-pressure\` checks event-loop delay (100 ms) and utilisation (0.98), \`overload-protection\` its defaults (event-loop delay 42 ms). Cold start: a fresh server process per backend and protection, 200 closed-loop clients (each sends its next request when the last is answered) from its first moment for 4 s; the most requests in the handler at once in the first second after the first arrived, and the success p99 of the whole run against that of the requests sent after 2 s. Low-load throughput: 16 requests in flight on an instant route, the bare server and stormproof's up at once, interleaved rounds. The load generator shares the machine. ${passesText(result.passes ?? 1)}; one-minute load average before each pass: ${(result.loads ?? []).map((l) => l.toFixed(2)).join(', ')} (2 cores). Alone: \`npm run build && node bench/run.mjs --only server\` (\`--runs N\` for N passes, default 3).
 
 ${targets.join('\n')}
 

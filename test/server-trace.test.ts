@@ -190,7 +190,7 @@ const PINNED: Record<string, { counts: Record<string, number>; hash: string }> =
       'shed-abandoned': 3,
       'shed-queue-timeout': 63,
     },
-    hash: '990c7a64f72648f01239b241cb0e3549f7889924e7fd00c431d8f3cd92a16c32',
+    hash: 'adbd56e7faaca28a0509f97fb7ca7f0d3b06e2ce72347387924006deab98cef1',
   },
   'gradient2, small queue, load-aware Retry-After / 3': {
     counts: {
@@ -202,7 +202,7 @@ const PINNED: Record<string, { counts: Record<string, number>; hash: string }> =
       'shed-abandoned': 3,
       'shed-queue-timeout': 56,
     },
-    hash: 'ecfc9ede4c659438ffcc1a3a060865e1644eb1874aef3d202f6c2cbadfb93c39',
+    hash: '2444ac3daafc72c27c2d57631c541bc558f259be98ebe29a69da05b0f140b442',
   },
   'aimd, no queue, no shares / 0': {
     counts: {

@@ -706,9 +706,11 @@ describe('gateway mode', () => {
 });
 
 describe('adaptive limits', () => {
-  it('Gradient2 rejects nothing on a cold start, then shrinks when latency grows', () => {
+  it('Gradient2 holds its initial limit from the first request, then shrinks when latency grows', () => {
+    // Regression (issue 25): it used to admit up to max (200) until its first window ended, so
+    // a server started into a storm had 200 requests in the handler of a pool of 10.
     const limit = gradient2Limit({ windowMs: 100 });
-    expect(limit.current).toBe(200);
+    expect(limit.current).toBe(20);
     let t = 0;
     const run = (latency: number, inflight: number, windows: number) => {
       for (let w = 0; w < windows; w++) {

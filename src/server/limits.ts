@@ -250,8 +250,10 @@ export function gradient2Limit(options: Gradient2Options = {}): ConcurrencyLimit
   };
 
   return {
+    // From the first request: a server started into a storm (a restart, a deploy, a failover)
+    // needs its limit most before it has measured anything.
     get current() {
-      return warm ? Math.floor(limit) : max;
+      return Math.floor(limit);
     },
     sample(nowMs, latencyMs, inflight) {
       if (Number.isNaN(windowStart)) windowStart = nowMs;
