@@ -16,7 +16,13 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer, type IncomingHttpHeaders, request, type Server } from 'node:http';
+import {
+  type ClientRequest,
+  createServer,
+  type IncomingHttpHeaders,
+  request,
+  type Server,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -307,13 +313,20 @@ async function recordingBackend(onFirstChunk: (url: string) => void) {
   return { server, seen, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
 
-/** One request through node:http, the body written in the chunks given. */
+/**
+ * One request through node:http; `write` sends the body (all of it at once by default) and must
+ * end the request.
+ */
 function send(
   base: string,
   method: string,
   path: string,
   headers: Record<string, string>,
   chunks: Buffer[] = [],
+  write = (req: ClientRequest) => {
+    for (const c of chunks) req.write(c);
+    req.end();
+  },
 ): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(new URL(path, base), { method, headers }, (res) => {
@@ -325,8 +338,7 @@ function send(
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
     });
     req.on('error', reject);
-    for (const c of chunks) req.write(c);
-    req.end();
+    write(req);
   });
 }
 
@@ -376,23 +388,11 @@ const drivers: Record<string, (block: Block) => Promise<void>> = {
 
       // 8 MiB, streamed: the backend has the first chunk before the client sends the rest.
       const large = randomBytes(8 * 1024 * 1024);
-      const streamed = new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request(new URL('/upload', base), { method: 'PUT' }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (d: string) => {
-            text += d;
-          });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-        });
-        req.on('error', reject);
+      const streamed = send(base, 'PUT', '/upload', {}, [], (req) => {
         req.write(large.subarray(0, 64 * 1024));
         waitFor(() => firstChunks.includes('/upload'), 10_000, 'the first chunk at the backend')
           .then(() => req.end(large.subarray(64 * 1024)))
-          .catch((e: unknown) => {
-            req.destroy();
-            reject(e);
-          });
+          .catch((e: unknown) => req.destroy(e as Error));
       });
       const uploaded = await streamed;
       expect(uploaded.status).toBe(200);
