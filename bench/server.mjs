@@ -163,7 +163,11 @@ async function closedLoop(url, workers, ms) {
  * the handler at once in the first second, and the success p99 over the whole run against the
  * p99 of the requests sent after `steadyFromMs` (the steady state).
  */
-export async function coldStart(protection, backend, { clients = 200, ms = 4000, steadyFromMs = 2000 }) {
+export async function coldStart(
+  protection,
+  backend,
+  { clients = 200, ms = 4000, steadyFromMs = 2000 },
+) {
   const { url, stop } = await startServer(protection, backend);
   try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: clients });
