@@ -46,6 +46,12 @@ export {
 } from './core/classify.js';
 export { type Clock, type RandomSource, systemClock } from './core/clock.js';
 export { AttemptTimeoutError, DeadlineExceededError } from './core/errors.js';
+export {
+  HedgeLostError,
+  type HedgeOptions,
+  type HedgeRefusal,
+  type HedgeReport,
+} from './core/hedge.js';
 export type {
   AttemptContext,
   CallOptions,

@@ -1,7 +1,8 @@
 // One path through the driver: the same random scenario (outcomes, timings, aborts, hooks), run
 // through every combination of the options that chose a different path before (a caller signal
 // or none, an attempt timeout or none, hooks or none, a budget or none) and of a breaker that
-// always admits, must give the same result, report, attempts, waits, settle time and hook events. And whatever the operation does,
+// always admits, and of hedging whose delay is never reached, must give the same result, report,
+// attempts, waits, settle time and hook events. And whatever the operation does,
 // the call settles by its deadline (within the clock's lateness) and leaves nothing behind.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -46,7 +47,12 @@ interface Variant {
   hooks: boolean;
   budget: boolean;
   breaker: boolean;
+  /** Hedging on, with a delay no scenario reaches: no hedge fires, so nothing may change. */
+  hedge: boolean;
 }
+
+/** Longer than any scenario runs: the hedge's timer is armed on every attempt and never fires. */
+const HEDGE_NEVER_MS = 10_000_000;
 
 /** Every combination that applies: without an abort in the scenario, signals may be absent. */
 function variants(scenario: Scenario): Variant[] {
@@ -58,7 +64,8 @@ function variants(scenario: Scenario): Variant[] {
       for (const hooks of [false, true])
         for (const budget of [false, true])
           for (const breaker of [false, true])
-            all.push({ signal, attemptTimeout, hooks, budget, breaker });
+            for (const hedge of [false, true])
+              all.push({ signal, attemptTimeout, hooks, budget, breaker, hedge });
   return all;
 }
 
@@ -135,6 +142,7 @@ async function run(
   };
   if (variant.breaker) options.breaker = admitting() as unknown as RetryOptions['breaker'];
   if (variant.signal !== 'none') options.signal = controller.signal;
+  if (variant.hedge) options.hedge = { delayMs: HEDGE_NEVER_MS };
   // Longer than the deadline: it must change nothing.
   if (variant.attemptTimeout) options.attemptTimeoutMs = scenario.deadlineMs * 3;
   if (variant.hooks) {
@@ -153,7 +161,13 @@ async function run(
     (error: unknown) => {
       settledAt = clock.t;
       outcome = describeOutcome(error);
-      report = getRetryReport(error);
+      const full = getRetryReport(error);
+      if (full !== undefined) {
+        // What hedging did is reported only where it is on: compare the rest.
+        const { hedges, ...rest } = full;
+        if (variant.hedge) expect(hedges).toMatchObject({ sent: 0, won: 0, cancelled: 0 });
+        report = rest;
+      }
     },
   );
   if (variant.signal === 'aborting') {
@@ -167,7 +181,7 @@ async function run(
     outcome,
     report,
     calls,
-    sleeps: clock.sleeps,
+    sleeps: clock.sleeps.filter((ms) => ms !== HEDGE_NEVER_MS),
     settledAt,
     events,
     leftover: clock.pending,

@@ -6,6 +6,7 @@ import { type Budget, isBudget } from './budgets/budget.js';
 import { RetryBudget } from './budgets/retry-budget.js';
 import type { FailureKind, Verdict } from './classify.js';
 import { type Clock, type RandomSource, systemClock } from './clock.js';
+import { type HedgeOptions, type HedgeReport, Hedging } from './hedge.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from './validate.js';
 
 /** Why a call stopped retrying. */
@@ -66,6 +67,8 @@ export interface RetryReport {
   readonly verdict?: Verdict;
   /** With `'already-retried'`: the report of the stormproof call the failure came out of. */
   readonly inner?: RetryReport;
+  /** What hedging did, when the policy hedges. */
+  readonly hedges?: HedgeReport;
 }
 
 /** The context an operation receives on each attempt. */
@@ -78,6 +81,8 @@ export interface AttemptContext {
    * that is no longer wanted stops. Created on first read.
    */
   readonly signal: AbortSignal;
+  /** When the policy hedges: 0 for an attempt's first copy, 1 and up for its hedges. */
+  readonly hedge?: number;
 }
 
 /** What `shouldRetry` is asked about a failed attempt. */
@@ -126,6 +131,8 @@ export interface SuccessEvent {
   readonly totalDelayMs: number;
   /** Milliseconds from the start of the call, on the policy's clock. */
   readonly elapsedMs: number;
+  /** What hedging did, when the policy hedges. */
+  readonly hedges?: HedgeReport;
 }
 
 /**
@@ -346,6 +353,19 @@ export interface RetryPolicyOptions extends RetryHooks {
    */
   budget?: Budget | false | undefined;
   /**
+   * Hedge slow attempts of an idempotent operation: when an attempt is slower than nearly all
+   * recent ones, send a copy and take whichever answers first, the other aborted through its
+   * signal. Each hedge is paid from `budget` (none sent when it refuses), and none is sent while
+   * the service pushes back (a 429, a 503, Retry-After, "don't retry"), while `breaker` is not
+   * closed, or while hedges stop winning. Only for operations safe to run twice at once.
+   * @default undefined (no hedging)
+   * @example
+   * ```ts
+   * createRetryPolicy({ hedge: {} }) // one hedge after the p95 of recent attempts
+   * ```
+   */
+  hedge?: HedgeOptions | false | undefined;
+  /**
    * Where time comes from. Inject a virtual clock in tests and simulations.
    * @default systemClock (performance.now and setTimeout)
    * @example
@@ -383,6 +403,7 @@ export interface ResolvedPolicy {
   readonly allowNestedRetries: boolean;
   readonly breaker: CircuitBreaker | undefined;
   readonly budget: Budget | undefined;
+  readonly hedge: Hedging | undefined;
   readonly clock: Clock;
   readonly random: RandomSource;
   readonly onRetry: RetryHooks['onRetry'];
@@ -405,6 +426,7 @@ const POLICY_KEYS = [
   'allowNestedRetries',
   'breaker',
   'budget',
+  'hedge',
   'clock',
   'random',
   ...HOOKS,
@@ -587,6 +609,7 @@ export function resolvePolicy(
           ? new RetryBudget()
           : undefined
         : checkBudget(owner, o.budget),
+    hedge: o.hedge === undefined || o.hedge === false ? undefined : new Hedging(owner, o.hedge),
     clock: o.clock === undefined ? systemClock : checkClock(owner, o.clock),
     random:
       o.random === undefined

@@ -10,6 +10,7 @@ import type { Budget } from './budgets/budget.js';
 import type { Verdict } from './classify.js';
 import { type Deadline, type DeadlineList, deadlineList } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
+import { type HedgeCounts, hedgeCounts, hedgeReport, runHedged } from './hedge.js';
 import {
   type AttemptContext,
   type CallOptions,
@@ -164,6 +165,8 @@ class Call<T> implements Deadline, AbortWatcher {
   private verdict: Verdict | undefined;
   private wait: AbortController | undefined;
   private waitStartedAt = 0;
+  /** What hedging did, when the policy hedges this call. */
+  private readonly hedges: HedgeCounts | undefined;
   private readonly resolve: (value: T) => void;
   private readonly reject: (reason: unknown) => void;
   readonly promise: Promise<T>;
@@ -186,7 +189,24 @@ class Call<T> implements Deadline, AbortWatcher {
     this.breaker = call?.breaker ?? policy.breaker;
     const signal = call?.signal;
     if (signal !== undefined) watchAbort(signal, this);
+    // A call that must not be repeated is not sent twice at once either.
+    if (policy.hedge !== undefined && unrepeatable === undefined) this.hedges = hedgeCounts();
     this.runAttempt(1);
+  }
+
+  /** Starts the operation for attempt `scope`: once, or as hedged copies. */
+  private start(scope: AttemptScope<T>): T | PromiseLike<T> {
+    const hedges = this.hedges;
+    if (hedges === undefined) return this.operation(scope);
+    return runHedged(
+      this.policy,
+      this.policy.hedge!,
+      this.operation,
+      scope,
+      this.check,
+      this.breaker,
+      hedges,
+    );
   }
 
   /** The state of the attempt that runs or last ran; made on the first failure. */
@@ -236,7 +256,7 @@ class Call<T> implements Deadline, AbortWatcher {
     }
     let result: T | PromiseLike<T>;
     try {
-      result = this.operation(scope);
+      result = this.start(scope);
     } catch (error) {
       this.attemptFailed(scope, error);
       return;
@@ -303,10 +323,12 @@ class Call<T> implements Deadline, AbortWatcher {
     policy.budget?.recordSuccess();
     if (policy.onSuccess !== undefined || this.call?.onSuccess !== undefined) {
       const state = this.state;
+      const hedges = this.hedges;
       const event: SuccessEvent = {
         attempts: scope.attempt,
         totalDelayMs: state?.totalDelayMs ?? 0,
         elapsedMs: policy.clock.now() - this.startedAt,
+        ...(hedges === undefined ? {} : { hedges: hedgeReport(hedges) }),
       };
       emit(policy.onSuccess, event);
       emit(this.call?.onSuccess, event);
@@ -519,6 +541,7 @@ class Call<T> implements Deadline, AbortWatcher {
       elapsedMs: this.policy.clock.now() - this.startedAt,
       ...(verdict === undefined ? {} : { verdict }),
       ...(inner === undefined ? {} : { inner }),
+      ...(this.hedges === undefined ? {} : { hedges: hedgeReport(this.hedges) }),
     };
     setReport(error, report);
     if (this.policy.onGiveUp !== undefined || this.call?.onGiveUp !== undefined) {

@@ -1,0 +1,376 @@
+// Hedged attempts: when an attempt is slower than nearly all attempts, send a second copy and
+// take whichever answers first ("The Tail at Scale", Dean and Barroso, CACM 2013). A hedge is a
+// load multiplier, so every one is paid for from the retry budget and none is sent while the
+// service pushes back, while the breaker is not closed, or while hedges stop winning (a
+// saturated service makes every copy slow). Hedging lives inside one attempt: the engine sees an
+// attempt that succeeded or failed, and its retries, waits and deadline are the same with or
+// without hedges. An attempt's copies fail together: only when every copy sent has failed.
+import type { CircuitBreaker } from './breaker/breaker.js';
+import { classify } from './classify.js';
+import type { AttemptContext, ResolvedPolicy } from './options.js';
+import { checkKnownKeys, checkNumber, checkOptionsObject } from './validate.js';
+
+/** Options of `hedge`: when to send a second copy of a slow attempt. */
+export interface HedgeOptions {
+  /**
+   * The most extra copies of one attempt (each waits its own delay after the one before).
+   * @default 1
+   * @example
+   * ```ts
+   * createRetryPolicy({ hedge: { maxHedges: 2 } })
+   * ```
+   */
+  maxHedges?: number | undefined;
+  /**
+   * The extra load hedging may add, as a share of attempts: the hedge goes out after the
+   * latency that this share of recent successful attempts exceeded (0.05: the p95). Dean and
+   * Barroso's hedge after the p95 added about 5 % load.
+   * @default 0.05
+   * @example
+   * ```ts
+   * createRetryPolicy({ hedge: { maxExtraLoad: 0.02 } }) // after the p98
+   * ```
+   */
+  maxExtraLoad?: number | undefined;
+  /**
+   * A fixed delay before each hedge, in ms, instead of the learned one. Needed for `retry()`,
+   * whose one call has no history to learn from.
+   * @default undefined (learned from the last 256 successful attempts, after 20)
+   * @example
+   * ```ts
+   * retry(op, { hedge: { delayMs: 50 } })
+   * ```
+   */
+  delayMs?: number | undefined;
+  /**
+   * The learned delay never goes below this, in ms: a hedge sent sooner mostly duplicates work
+   * that was about to finish (Dean and Barroso's BigTable test hedged after 10 ms).
+   * @default 10
+   * @example
+   * ```ts
+   * createRetryPolicy({ hedge: { minDelayMs: 25 } })
+   * ```
+   */
+  minDelayMs?: number | undefined;
+}
+
+/** Why a hedge was not sent. */
+export type HedgeRefusal = 'budget' | 'pushback' | 'breaker' | 'not-winning' | 'learning';
+
+/** What hedging did in one call. */
+export interface HedgeReport {
+  /** Copies sent beyond the first, over all attempts. */
+  readonly sent: number;
+  /** Attempts a hedge answered first. */
+  readonly won: number;
+  /** Copies aborted because another copy answered first. */
+  readonly cancelled: number;
+  /** Hedges that were due but not sent, by reason. */
+  readonly refused: Readonly<Partial<Record<HedgeRefusal, number>>>;
+}
+
+const HEDGE_KEYS = ['maxHedges', 'maxExtraLoad', 'delayMs', 'minDelayMs'];
+/** Latencies kept, successful attempts learned from before the first learned hedge. */
+const WINDOW = 256;
+const MIN_SAMPLES = 20;
+/** The learned delay is recomputed every this many samples (a sort of the window). */
+const RECOMPUTE_EVERY = 16;
+/** Hedges judged for "still winning", and how many of them must have won. */
+const OUTCOMES = 16;
+const MIN_WINS = 2;
+/** While hedges are not winning, one due hedge in this many still goes, to see if they would. */
+const PROBE_EVERY = 16;
+/** A pushback without a wait of its own pauses hedging this long. */
+const PUSHBACK_PAUSE_MS = 1000;
+
+/**
+ * The reason a losing copy's signal aborts with. Its `name` is `'AbortError'`, so clients that
+ * take the signal stop quietly.
+ */
+export class HedgeLostError extends Error {
+  override readonly name = 'AbortError';
+  readonly code = 'STORMPROOF_HEDGE_LOST';
+  constructor() {
+    super('stormproof: another copy of this attempt answered first');
+  }
+}
+
+/** Hedging of one policy: its options and what its calls have learned, shared by all of them. */
+export class Hedging {
+  readonly maxHedges: number;
+  readonly maxExtraLoad: number;
+  readonly fixedDelayMs: number | undefined;
+  readonly minDelayMs: number;
+  private readonly latencies = new Float64Array(WINDOW);
+  private samples = 0;
+  private learnedMs: number | undefined;
+  /** The last OUTCOMES hedges, one bit each (1: won), newest lowest. */
+  private outcomes = 0;
+  private judged = 0;
+  private probeCountdown = PROBE_EVERY;
+  private pausedUntil = Number.NEGATIVE_INFINITY;
+
+  constructor(owner: string, input: unknown) {
+    const o = checkOptionsObject(`${owner} hedge`, input);
+    checkKnownKeys(`${owner} hedge`, o, HEDGE_KEYS);
+    this.maxHedges =
+      o.maxHedges === undefined
+        ? 1
+        : checkNumber(owner, 'hedge.maxHedges', o.maxHedges, { min: 1, max: 4, integer: true });
+    this.maxExtraLoad =
+      o.maxExtraLoad === undefined
+        ? 0.05
+        : checkNumber(owner, 'hedge.maxExtraLoad', o.maxExtraLoad, {
+            min: 0,
+            minExclusive: true,
+            max: 0.5,
+          });
+    this.fixedDelayMs =
+      o.delayMs === undefined
+        ? undefined
+        : checkNumber(owner, 'hedge.delayMs', o.delayMs, { min: 0, max: 2 ** 31 - 1 });
+    this.minDelayMs =
+      o.minDelayMs === undefined
+        ? 10
+        : checkNumber(owner, 'hedge.minDelayMs', o.minDelayMs, { min: 0, max: 2 ** 31 - 1 });
+  }
+
+  /** The delay before a hedge now, or undefined while too few attempts have been seen. */
+  delayMs(): number | undefined {
+    return this.fixedDelayMs ?? this.learnedMs;
+  }
+
+  /** A successful copy's latency, in ms. */
+  learn(latencyMs: number): void {
+    if (this.fixedDelayMs !== undefined) return;
+    this.latencies[this.samples % WINDOW] = latencyMs;
+    this.samples++;
+    if (this.samples >= MIN_SAMPLES && (this.samples - MIN_SAMPLES) % RECOMPUTE_EVERY === 0) {
+      const seen = this.latencies.slice(0, Math.min(this.samples, WINDOW)).sort();
+      const q = seen[Math.min(seen.length - 1, Math.floor((1 - this.maxExtraLoad) * seen.length))]!;
+      this.learnedMs = Math.max(this.minDelayMs, q);
+    }
+  }
+
+  /** A hedged attempt ended with a success: whether a hedge answered first. */
+  judge(hedgeWon: boolean): void {
+    this.outcomes = ((this.outcomes << 1) | (hedgeWon ? 1 : 0)) & ((1 << OUTCOMES) - 1);
+    if (this.judged < OUTCOMES) this.judged++;
+  }
+
+  /** A copy failed with what the service says is overload: no hedges for a while. */
+  pushedBack(nowMs: number, waitMs: number | undefined): void {
+    this.pausedUntil = Math.max(this.pausedUntil, nowMs + (waitMs ?? PUSHBACK_PAUSE_MS));
+  }
+
+  /** Why a due hedge must not go now, or undefined when it may (the budget is asked last). */
+  refusal(nowMs: number, breaker: CircuitBreaker | undefined): HedgeRefusal | undefined {
+    if (nowMs < this.pausedUntil) return 'pushback';
+    if (breaker !== undefined && breaker.state !== 'closed') return 'breaker';
+    if (this.judged >= OUTCOMES && popCount(this.outcomes) < MIN_WINS) {
+      if (--this.probeCountdown > 0) return 'not-winning';
+      this.probeCountdown = PROBE_EVERY;
+    }
+    return undefined;
+  }
+}
+
+function popCount(bits: number): number {
+  let n = 0;
+  for (let b = bits; b !== 0; b &= b - 1) n++;
+  return n;
+}
+
+/** Whether a failure says the service is overloaded, and the wait it asked for. */
+function overloadOf(failure: unknown): { waitMs: number | undefined } | undefined {
+  const verdict = classify(failure);
+  const waitMs = verdict.pushbackMs ?? verdict.retryAfterMs;
+  if (
+    waitMs !== undefined ||
+    verdict.kind === 'do-not-retry' ||
+    verdict.kind === 'throttled' ||
+    verdict.status === 503
+  ) {
+    return { waitMs };
+  }
+  return undefined;
+}
+
+/** A call's counts, filled as its attempts hedge. */
+export interface HedgeCounts {
+  sent: number;
+  won: number;
+  cancelled: number;
+  refused: Partial<Record<HedgeRefusal, number>>;
+}
+
+export function hedgeCounts(): HedgeCounts {
+  return { sent: 0, won: 0, cancelled: 0, refused: {} };
+}
+
+/** The report's copy of a call's counts. */
+export function hedgeReport(counts: HedgeCounts): HedgeReport {
+  return { ...counts, refused: { ...counts.refused } };
+}
+
+/** One copy of an attempt: what the operation sees, and how to stop it. */
+class Copy implements AttemptContext {
+  private controller: AbortController | undefined;
+  private endReason: unknown;
+  private ended = false;
+  readonly startedAt: number;
+  /** It answered or failed. */
+  done = false;
+
+  constructor(
+    readonly attempt: number,
+    /** 0 for the first copy, 1 and up for hedges. */
+    readonly hedge: number,
+    nowMs: number,
+  ) {
+    this.startedAt = nowMs;
+  }
+
+  get signal(): AbortSignal {
+    let controller = this.controller;
+    if (controller === undefined) {
+      controller = this.controller = new AbortController();
+      if (this.ended) controller.abort(this.endReason);
+    }
+    return controller.signal;
+  }
+
+  end(reason: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.endReason = reason;
+    this.controller?.abort(reason);
+  }
+}
+
+/** How an attempt's copies tell a failed value (a 503 Response) from a success. */
+export interface CopyCheck<T> {
+  isFailure(value: T): boolean;
+  discard?(value: T): void;
+}
+
+/**
+ * Runs one attempt as up to `1 + maxHedges` copies of `operation`. Settles with the first copy
+ * that succeeds (the others aborted through their signals, their late values discarded), or,
+ * once every copy sent has failed, with the last failure: thrown, or a failed value returned.
+ */
+export function runHedged<T>(
+  policy: ResolvedPolicy,
+  hedging: Hedging,
+  operation: (context: AttemptContext) => T | PromiseLike<T>,
+  context: AttemptContext,
+  check: CopyCheck<T> | undefined,
+  breaker: CircuitBreaker | undefined,
+  counts: HedgeCounts,
+): Promise<T> {
+  const clock = policy.clock;
+  return new Promise<T>((resolve, reject) => {
+    const copies: Copy[] = [];
+    let running = 0;
+    let settled = false;
+    const timer = new AbortController();
+    const attemptSignal = context.signal;
+
+    const finish = () => {
+      settled = true;
+      timer.abort();
+      attemptSignal.removeEventListener('abort', onAttemptAbort);
+    };
+    const onAttemptAbort = () => {
+      // The engine ended the attempt (deadline, timeout, the caller): every copy stops with it.
+      for (const copy of copies) copy.end(attemptSignal.reason);
+      finish();
+    };
+    attemptSignal.addEventListener('abort', onAttemptAbort);
+
+    const failed = (copy: Copy, failure: unknown, isValue: boolean) => {
+      copy.done = true;
+      running--;
+      if (settled) {
+        if (isValue) check?.discard?.(failure as T);
+        return;
+      }
+      const overload = overloadOf(failure);
+      if (overload !== undefined) hedging.pushedBack(clock.now(), overload.waitMs);
+      if (running > 0) {
+        if (isValue) check?.discard?.(failure as T); // another copy may still answer
+        return;
+      }
+      finish();
+      if (isValue) resolve(failure as T);
+      else reject(failure);
+    };
+    const succeeded = (copy: Copy, value: T) => {
+      copy.done = true;
+      running--;
+      if (settled) {
+        check?.discard?.(value);
+        return;
+      }
+      finish();
+      const now = clock.now();
+      hedging.learn(now - copy.startedAt);
+      if (copies.length > 1) {
+        hedging.judge(copy.hedge > 0);
+        if (copy.hedge > 0) counts.won++;
+      }
+      for (const other of copies) {
+        if (!other.done) {
+          other.end(new HedgeLostError());
+          counts.cancelled++;
+        }
+      }
+      resolve(value);
+    };
+    const start = (hedge: number) => {
+      const copy = new Copy(context.attempt, hedge, clock.now());
+      copies.push(copy);
+      running++;
+      let result: T | PromiseLike<T>;
+      try {
+        result = operation(copy);
+      } catch (error) {
+        failed(copy, error, false);
+        return;
+      }
+      Promise.resolve(result).then(
+        (value) => {
+          if (check?.isFailure(value)) failed(copy, value, true);
+          else succeeded(copy, value);
+        },
+        (error: unknown) => failed(copy, error, false),
+      );
+    };
+    const schedule = (hedge: number) => {
+      const delayMs = hedging.delayMs();
+      if (delayMs === undefined) {
+        counts.refused.learning = (counts.refused.learning ?? 0) + 1;
+        return;
+      }
+      clock.sleep(delayMs, timer.signal).then(() => {
+        if (settled) return;
+        const now = clock.now();
+        const refusal =
+          hedging.refusal(now, breaker) ??
+          (policy.budget !== undefined && !policy.budget.tryRetry(now) ? 'budget' : undefined);
+        if (refusal !== undefined) {
+          counts.refused[refusal] = (counts.refused[refusal] ?? 0) + 1;
+          return;
+        }
+        counts.sent++;
+        start(hedge);
+        if (hedge < hedging.maxHedges && !settled) schedule(hedge + 1);
+      }, noop);
+    };
+
+    start(0);
+    if (!settled) schedule(1);
+  });
+}
+
+const noop = () => {};

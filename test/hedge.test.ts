@@ -1,0 +1,361 @@
+// Hedged attempts in the engine, on a virtual clock (exact, and one whose timers fire late): the
+// first success wins and the others are aborted, a loser that ignores its signal never delays
+// the answer, the deadline covers every copy, and no hedge goes out when the budget refuses,
+// the service pushes back, the breaker is not closed, or hedges stop winning.
+import { describe, expect, it } from 'vitest';
+
+import {
+  type AttemptContext,
+  type Budget,
+  CircuitBreaker,
+  createRetryPolicy,
+  getRetryReport,
+  HedgeLostError,
+  type RetryPolicyOptions,
+  retry,
+} from '../src/index.js';
+import { httpError, ManualClock } from './helpers/clocks.js';
+
+/** A copy that answers `value` after `ms` on the clock, or fails with `error`. */
+function answerAfter(clock: ManualClock, ms: number, value: string | Error): Promise<string> {
+  return new Promise((resolve, reject) => {
+    clock.setTimer(ms, () => (value instanceof Error ? reject(value) : resolve(value)));
+  });
+}
+
+const never = <T>() => new Promise<T>(() => {});
+
+const refusing = (): Budget => ({
+  recordRequest: () => {},
+  recordSuccess: () => {},
+  recordFailure: () => {},
+  tryRetry: () => false,
+});
+
+/** Runs `promise` to its end on the clock; returns its outcome and when it came. */
+async function settle<T>(clock: ManualClock, promise: Promise<T>) {
+  let done: { value?: T; error?: unknown; at: number } | undefined;
+  promise.then(
+    (value) => {
+      done = { value, at: clock.t };
+    },
+    (error: unknown) => {
+      done = { error, at: clock.t };
+    },
+  );
+  for (let i = 0; i < 400 && done === undefined; i++) await clock.advance(10);
+  return done!;
+}
+
+for (const lateMs of [0, 3]) {
+  describe(`hedging (clock ${lateMs} ms late)`, () => {
+    const policyOn = (clock: ManualClock, extra: RetryPolicyOptions = {}) =>
+      createRetryPolicy({ clock, budget: false, hedge: { delayMs: 50 }, ...extra });
+
+    it('takes the first success: a hedge that answers first wins, the slow copy is aborted', async () => {
+      const clock = new ManualClock({ lateMs });
+      const seen: AttemptContext[] = [];
+      let successEvent: unknown;
+      const policy = policyOn(clock, { onSuccess: (e) => (successEvent = e) });
+      const result = await settle(
+        clock,
+        policy.retry((ctx) => {
+          seen.push(ctx);
+          return ctx.hedge === 0 ? never<string>() : answerAfter(clock, 5, 'hedge');
+        }),
+      );
+      expect(result.value).toBe('hedge');
+      // The hedge left after 50 ms (+ lateness) and answered 5 ms (+ lateness) later.
+      expect(result.at).toBe(50 + 5 + 2 * lateMs);
+      expect(seen.map((c) => [c.attempt, c.hedge])).toEqual([
+        [1, 0],
+        [1, 1],
+      ]);
+      expect(seen[0]!.signal.aborted).toBe(true);
+      expect(seen[0]!.signal.reason).toBeInstanceOf(HedgeLostError);
+      expect(seen[1]!.signal.aborted).toBe(false);
+      expect(successEvent).toMatchObject({
+        attempts: 1,
+        hedges: { sent: 1, won: 1, cancelled: 1, refused: {} },
+      });
+      await clock.advance(10_000);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+
+    it('sends no hedge when the first copy answers before the delay, and settles as without hedging', async () => {
+      const runOnce = async (hedge: boolean) => {
+        const clock = new ManualClock({ lateMs });
+        let calls = 0;
+        const policy = createRetryPolicy({
+          clock,
+          budget: false,
+          random: () => 0.5,
+          ...(hedge ? { hedge: { delayMs: 50 } } : {}),
+        });
+        const result = await settle(
+          clock,
+          policy.retry(({ attempt }) => {
+            calls++;
+            return attempt === 1
+              ? answerAfter(clock, 30, httpError(503))
+              : answerAfter(clock, 20, 'ok');
+          }),
+        );
+        await clock.advance(10_000);
+        return { result, calls, pending: clock.pending };
+      };
+      const without = await runOnce(false);
+      const withHedge = await runOnce(true);
+      expect(withHedge).toEqual(without);
+      expect(withHedge.calls).toBe(2); // a retry after the 503, no hedge
+    });
+
+    it('waits for a running hedge when the first copy fails, and fails only when all have', async () => {
+      const clock = new ManualClock({ lateMs });
+      let calls = 0;
+      const policy = policyOn(clock, { maxAttempts: 2, random: () => 0 });
+      const result = await settle(
+        clock,
+        policy.retry((ctx) => {
+          calls++;
+          if (ctx.attempt === 1 && ctx.hedge === 0) return answerAfter(clock, 80, httpError(500));
+          if (ctx.attempt === 1) return answerAfter(clock, 60, httpError(502));
+          return answerAfter(clock, 10, 'second attempt');
+        }),
+      );
+      expect(result.value).toBe('second attempt');
+      // Attempt 1: the first copy fails at 80 but the hedge (sent at 50) runs to 110: the
+      // attempt fails then, with the hedge's 502; the retry waits 0 ms (random 0).
+      expect(calls).toBe(3);
+      expect(result.at).toBe(50 + 60 + 10 + 3 * lateMs);
+    });
+
+    it('never lets a copy that ignores its signal hold the answer, and its late value is dropped', async () => {
+      const clock = new ManualClock({ lateMs });
+      const policy = policyOn(clock);
+      let late: Promise<string> | undefined;
+      const result = await settle(
+        clock,
+        policy.retry((ctx) => {
+          if (ctx.hedge === 0) {
+            late = answerAfter(clock, 500, 'late'); // ignores its signal
+            return late;
+          }
+          return answerAfter(clock, 1, 'fast');
+        }),
+      );
+      expect(result.value).toBe('fast');
+      await clock.advance(1000);
+      await expect(late).resolves.toBe('late'); // it ran out on its own, unseen
+    });
+
+    it('keeps the deadline for every copy: both hang, the call ends at its deadline', async () => {
+      const clock = new ManualClock({ lateMs });
+      const contexts: AttemptContext[] = [];
+      const policy = policyOn(clock, { deadlineMs: 300 });
+      const result = await settle(
+        clock,
+        policy.retry((ctx) => {
+          contexts.push(ctx);
+          return new Promise<string>((_, reject) =>
+            ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)),
+          );
+        }),
+      );
+      expect(result.at).toBeLessThanOrEqual(300 + lateMs);
+      expect(getRetryReport(result.error)).toMatchObject({
+        reason: 'deadline',
+        hedges: { sent: 1, won: 0, cancelled: 0 },
+      });
+      expect(contexts.map((c) => c.signal.aborted)).toEqual([true, true]);
+      await clock.advance(10_000);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+
+    it('sends no hedge when the budget refuses, and the call still succeeds', async () => {
+      const clock = new ManualClock({ lateMs });
+      let successEvent: unknown;
+      const policy = createRetryPolicy({
+        clock,
+        budget: refusing(),
+        hedge: { delayMs: 50 },
+        onSuccess: (e) => (successEvent = e),
+      });
+      let calls = 0;
+      const result = await settle(
+        clock,
+        policy.retry(() => {
+          calls++;
+          return answerAfter(clock, 200, 'slow');
+        }),
+      );
+      expect(result.value).toBe('slow');
+      expect(calls).toBe(1);
+      expect(successEvent).toMatchObject({ hedges: { sent: 0, refused: { budget: 1 } } });
+    });
+
+    it('sends no hedge while the service pushes back (a 503 pauses hedging for a while)', async () => {
+      const clock = new ManualClock({ lateMs });
+      const events: unknown[] = [];
+      const policy = policyOn(clock, { maxAttempts: 1, onSuccess: (e) => events.push(e) });
+      await settle(
+        clock,
+        policy.retry(() => answerAfter(clock, 5, httpError(503))),
+      ).catch(() => {});
+      let calls = 0;
+      const result = await settle(
+        clock,
+        policy.retry(() => {
+          calls++;
+          return answerAfter(clock, 200, 'slow but whole');
+        }),
+      );
+      expect(result.value).toBe('slow but whole');
+      expect(calls).toBe(1);
+      expect(events.at(-1)).toMatchObject({ hedges: { sent: 0, refused: { pushback: 1 } } });
+      // A Retry-After longer than the pause holds hedging that long.
+      const later = createRetryPolicy({
+        clock,
+        budget: false,
+        hedge: { delayMs: 50 },
+        maxAttempts: 1,
+      });
+      await settle(
+        clock,
+        later.retry(() => answerAfter(clock, 5, httpError(429, { 'retry-after': '3' }))),
+      ).catch(() => {});
+      await clock.advance(2000);
+      let hedged = 0;
+      await settle(
+        clock,
+        later.retry((ctx) => {
+          if ((ctx.hedge ?? 0) > 0) hedged++;
+          return answerAfter(clock, 200, 'x');
+        }),
+      );
+      expect(hedged).toBe(0);
+      await clock.advance(2000);
+      await settle(
+        clock,
+        later.retry((ctx) => {
+          if ((ctx.hedge ?? 0) > 0) hedged++;
+          return answerAfter(clock, 200, 'x');
+        }),
+      );
+      expect(hedged).toBe(1);
+    });
+
+    it('sends no hedge while the breaker is not closed', async () => {
+      const clock = new ManualClock({ lateMs });
+      const breaker = new CircuitBreaker('db', { clock, random: () => 0.5 });
+      breaker.isolate();
+      breaker.reset(); // closed again
+      const policy = policyOn(clock, { breaker, maxAttempts: 1 });
+      // Trip it: failures until it opens, then wait for the half-open probe.
+      for (let i = 0; i < 30 && breaker.state === 'closed'; i++) {
+        await settle(
+          clock,
+          policy.retry(() => answerAfter(clock, 1, httpError(500))),
+        ).catch(() => {});
+      }
+      expect(breaker.state).toBe('open');
+      await clock.advance(120_000);
+      let hedged = 0;
+      const events: unknown[] = [];
+      const probe = createRetryPolicy({
+        clock,
+        budget: false,
+        breaker,
+        hedge: { delayMs: 50 },
+        onSuccess: (e) => events.push(e),
+      });
+      await settle(
+        clock,
+        probe.retry((ctx) => {
+          if ((ctx.hedge ?? 0) > 0) hedged++;
+          return answerAfter(clock, 200, 'probe');
+        }),
+      );
+      expect(hedged).toBe(0);
+      expect(events.at(-1)).toMatchObject({ hedges: { sent: 0, refused: { breaker: 1 } } });
+    });
+
+    it('learns its delay: none before 20 successful attempts, then the p95 of the last 256', async () => {
+      const clock = new ManualClock({ lateMs });
+      const events: Array<{ hedges?: { sent: number; refused: Record<string, number> } }> = [];
+      const policy = createRetryPolicy({
+        clock,
+        budget: false,
+        hedge: {},
+        onSuccess: (e) => events.push(e),
+      });
+      // 19 attempts of 100 ms: still learning, no hedge.
+      for (let i = 0; i < 19; i++)
+        await settle(
+          clock,
+          policy.retry(() => answerAfter(clock, 100, 'ok')),
+        );
+      expect(events.at(-1)?.hedges).toMatchObject({ sent: 0, refused: { learning: 1 } });
+      // The 20th teaches it: latencies of 100 ms (+ lateness): the delay is that.
+      await settle(
+        clock,
+        policy.retry(() => answerAfter(clock, 100, 'ok')),
+      );
+      const seen: number[] = [];
+      const result = await settle(
+        clock,
+        policy.retry((ctx) => {
+          seen.push(clock.t);
+          return ctx.hedge === 0 ? never<string>() : answerAfter(clock, 1, 'hedge');
+        }),
+      );
+      expect(result.value).toBe('hedge');
+      expect(seen[1]! - seen[0]!).toBe(100 + 2 * lateMs);
+    });
+
+    it('stops hedging when hedges stop winning, and probes one in 16', async () => {
+      const clock = new ManualClock({ lateMs });
+      const events: Array<{ hedges?: { sent: number } }> = [];
+      const policy = policyOn(clock, { onSuccess: (e) => events.push(e) });
+      // Every copy is slow alike (a saturated service): the first copy always wins.
+      const saturated = (ctx: AttemptContext) =>
+        answerAfter(clock, ctx.hedge === 0 ? 100 : 100, 'ok');
+      for (let i = 0; i < 16; i++) await settle(clock, policy.retry(saturated));
+      expect(events.every((e) => e.hedges?.sent === 1)).toBe(true);
+      events.length = 0;
+      for (let i = 0; i < 32; i++) await settle(clock, policy.retry(saturated));
+      expect(events.filter((e) => e.hedges?.sent === 1).length).toBe(2);
+    });
+
+    it('does not hedge a one-off retry() without a fixed delay (no history)', async () => {
+      const clock = new ManualClock({ lateMs });
+      let calls = 0;
+      await settle(
+        clock,
+        retry(
+          () => {
+            calls++;
+            return answerAfter(clock, 500, 'ok');
+          },
+          { clock, hedge: {} },
+        ),
+      );
+      expect(calls).toBe(1);
+    });
+  });
+}
+
+describe('hedge options', () => {
+  it('reject bad values at construction, naming the option', () => {
+    expect(() => createRetryPolicy({ hedge: null as never })).toThrow(/hedge/);
+    expect(() => createRetryPolicy({ hedge: { maxHedges: 0 } })).toThrow(/hedge\.maxHedges/);
+    expect(() => createRetryPolicy({ hedge: { maxHedges: 5 } })).toThrow(/hedge\.maxHedges/);
+    expect(() => createRetryPolicy({ hedge: { maxExtraLoad: 0 } })).toThrow(/hedge\.maxExtraLoad/);
+    expect(() => createRetryPolicy({ hedge: { delayMs: -1 } })).toThrow(/hedge\.delayMs/);
+    expect(() => createRetryPolicy({ hedge: { minDelayMs: Number.NaN } })).toThrow(
+      /hedge\.minDelayMs/,
+    );
+    expect(() => createRetryPolicy({ hedge: { delay: 5 } as never })).toThrow(/delay/);
+    expect(() => createRetryPolicy({ hedge: false })).not.toThrow();
+  });
+});
