@@ -219,8 +219,8 @@ describe('createAdmissionInterceptor options', () => {
     );
     const shedder = createShedder({ limit: 4 });
     expect(createAdmissionInterceptor(shedder).shedder).toBe(shedder);
-    // The default is gradient2, which enforces only its max (200) until a full window is seen.
-    expect(createAdmissionInterceptor().shedder.stats().limit).toBe(200);
+    // The default is gradient2, which holds its initial limit (20) from the first call.
+    expect(createAdmissionInterceptor().shedder.stats().limit).toBe(20);
   });
 });
 
