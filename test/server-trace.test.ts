@@ -206,17 +206,17 @@ const PINNED: Record<string, { counts: Record<string, number>; hash: string }> =
   },
   'aimd, no queue, no shares / 0': {
     counts: {
-      admitted: 2372,
-      'shed-limit': 1819,
+      admitted: 2382,
+      'shed-limit': 1791,
     },
-    hash: '0e31c5f317fd8766afd2dcab289c18e6e07ec4a765dcb417601c1e175e9d0328',
+    hash: 'a456ed1fdc1381e19f9e09f47b56b98cda40d368cc2f02650ba9a5cad09a8ec1',
   },
   'aimd, no queue, no shares / 3': {
     counts: {
-      admitted: 2372,
-      'shed-limit': 1819,
+      admitted: 2382,
+      'shed-limit': 1791,
     },
-    hash: '0e31c5f317fd8766afd2dcab289c18e6e07ec4a765dcb417601c1e175e9d0328',
+    hash: 'a456ed1fdc1381e19f9e09f47b56b98cda40d368cc2f02650ba9a5cad09a8ec1',
   },
   'fixed limit 6, ramp, gateway / 0': {
     counts: {

@@ -99,8 +99,9 @@ export interface Gradient2Options {
    */
   windowMs?: number | undefined;
   /**
-   * A window needs at least this many samples to count (Netflix WindowedLimit: 10). Until the
-   * first full window the limit is `max`, so a cold server rejects nothing on too few samples.
+   * A window needs at least this many samples to count (Netflix WindowedLimit: 10). The limit
+   * holds `initial` from the first request and moves only on full windows, so a cold server is
+   * protected at once and too few samples move nothing.
    * @default 10
    * @example
    * ```ts
@@ -158,7 +159,7 @@ export interface AimdOptions {
    */
   timeoutMs?: number | undefined;
   /**
-   * Samples needed before the limit is enforced; until then it is `max` (cold start).
+   * Samples needed before the limit moves; until then it holds `initial`, from the first request.
    * @default 10
    * @example
    * ```ts
@@ -295,11 +296,12 @@ export function aimdLimit(options: AimdOptions = {}): ConcurrencyLimit {
   let limit = initial;
   let samples = 0;
   return {
+    // From the first request, as Gradient2's; too few samples move nothing.
     get current() {
-      return samples >= minSamples ? Math.floor(limit) : max;
+      return Math.floor(limit);
     },
     sample(_nowMs, latencyMs, inflight, dropped) {
-      samples++;
+      if (++samples < minSamples) return;
       if (dropped || latencyMs > timeoutMs) limit = Math.max(min, limit * backoff);
       else if (inflight >= limit / 2) limit = Math.min(max, limit + 1);
     },
