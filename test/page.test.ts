@@ -1,0 +1,159 @@
+// The storm lab's page without a browser: its state and URL (src/page/state.ts) and what its worker
+// computes (src/page/compute.ts, the module the worker runs), in Node.
+import { describe, expect, it } from 'vitest';
+import { answer, checkView, herdView } from '../src/page/compute.js';
+import {
+  checkHerd,
+  DEFAULT_STACK,
+  defaultState,
+  HERD_NUMBERS,
+  type HerdParams,
+  herdCommand,
+  nearestStop,
+  readHash,
+  writeHash,
+} from '../src/page/state.js';
+
+const DEFAULT_HERD: HerdParams = {
+  clients: 2000,
+  perSlot: 25,
+  slotMs: 10,
+  baseMs: 200,
+  capMs: 5000,
+  seed: 7,
+  jitter: 'full',
+  pushback: 'none',
+};
+
+describe('the page state in the URL', () => {
+  it('writes every input of the view by its CLI flag, and reads it back the same', () => {
+    const state = {
+      ...defaultState(),
+      herd: { ...defaultState().herd, clients: '5000', jitter: 'equal', pushback: 'spread' },
+    };
+    const hash = writeHash(state);
+    expect(hash).toBe(
+      '#view=herd&clients=5000&per-slot=25&slot-ms=10&base-ms=200&cap-ms=5000&seed=7&jitter=equal&pushback=spread',
+    );
+    expect(readHash(hash)).toEqual(state);
+  });
+
+  it('keeps a typed stack exactly, spaces, newlines and mistakes included', () => {
+    const stack = '{\n  "layers": [ { "name": "a & b", "attempts": 3 } ]\n} # oops';
+    const state = { ...defaultState(), view: 'check' as const, stack };
+    const hash = writeHash(state);
+    expect(hash.startsWith('#view=check&stack=')).toBe(true);
+    expect(readHash(hash)).toEqual(state);
+  });
+
+  it('fills what a link leaves out with the defaults, and ignores what it does not know', () => {
+    expect(readHash('')).toEqual(defaultState());
+    expect(readHash('#view=storm&nonsense=1&clients=300')).toEqual({
+      ...defaultState(),
+      herd: { ...defaultState().herd, clients: '300' },
+    });
+    expect(defaultState().stack).toBe(DEFAULT_STACK);
+  });
+
+  it('checks the herd as the CLI does, naming each wrong input', () => {
+    expect(checkHerd(defaultState().herd)).toEqual({ params: DEFAULT_HERD });
+    expect(checkHerd({ ...defaultState().herd, clients: '1_000', baseMs: '1e2' })).toEqual({
+      params: { ...DEFAULT_HERD, clients: 1000, baseMs: 100 },
+    });
+    const bad = checkHerd({
+      ...defaultState().herd,
+      clients: '2.5',
+      perSlot: '0',
+      capMs: 'soon',
+      jitter: 'lots',
+    });
+    expect(bad).toEqual({
+      errors: {
+        clients: 'must be an integer, got "2.5"',
+        perSlot: 'must be an integer from 1 to 2147483647, got 0',
+        capMs: 'must be a number, got "soon"',
+        jitter: 'must be one of none, full, equal, decorrelated, band, got "lots"',
+      },
+    });
+  });
+
+  it("puts each slider at the stop nearest its field's value, the defaults exactly", () => {
+    for (const field of HERD_NUMBERS) {
+      if (field.stops.length === 0) continue;
+      expect(field.stops[nearestStop(field.stops, field.default)], field.key).toBe(field.default);
+    }
+    expect(nearestStop([1, 10, 100], 40)).toBe(1);
+  });
+
+  it('names the CLI command that prints the same figures', () => {
+    expect(herdCommand(DEFAULT_HERD, 'none')).toBe(
+      'stormproof sim herd --clients 2000 --per-slot 25 --slot-ms 10 --base-ms 200 --cap-ms 5000 --seed 7 --jitter none --pushback none --json',
+    );
+  });
+});
+
+describe("the page's worker", () => {
+  it("runs the herd without jitter beside the chosen jitter, the storm story's figures", () => {
+    const view = herdView(DEFAULT_HERD);
+    expect(view.runs.map((r) => [r.jitter, r.figures])).toEqual([
+      ['none', { calls: 81000, busiestSlot: 1975, doneAfterSeconds: 376.21 }],
+      ['full', { calls: 6487, busiestSlot: 205, doneAfterSeconds: 3.45 }],
+    ]);
+    for (const run of view.runs) {
+      const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+      expect(sum(run.served)).toBe(DEFAULT_HERD.clients);
+      expect(sum(run.served) + sum(run.failed)).toBe(run.figures.calls);
+    }
+    // Two charts in one picture, each with the offered, succeeded and failed lines.
+    expect(view.svg.match(/<g class="chart"/g)).toHaveLength(2);
+    expect(view.svg).toContain('jitter none: 81,000 calls, busiest 1,975, 376.21 s');
+    expect(view.svg.match(/data-series="failed"/g)?.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('compares full jitter with none when none is chosen', () => {
+    const view = herdView({ ...DEFAULT_HERD, jitter: 'none' });
+    expect(view.runs.map((r) => r.jitter)).toEqual(['none', 'full']);
+  });
+
+  it('draws an empty herd without failing', () => {
+    const view = herdView({ ...DEFAULT_HERD, clients: 0 });
+    expect(view.runs.map((r) => r.figures.calls)).toEqual([0, 0]);
+    expect(view.svg).toContain('<svg');
+  });
+
+  it('checks a stack and draws the calls each layer receives', () => {
+    const view = checkView(DEFAULT_STACK);
+    expect(view.ok).toBe(true);
+    if (!view.ok) return;
+    expect(view.name).toBe('The weather API before the fix');
+    expect(view.json.worstCaseBottomCalls).toBe(64);
+    expect(view.json.layers.map((l) => l.worstCaseCallsReceived)).toEqual([1, 4, 16]);
+    expect(view.svg.match(/<rect class="bar"/g)).toHaveLength(4);
+    expect(view.svg).toContain('data-bar="the service"');
+  });
+
+  it('says why a stack is refused, as the CLI does', () => {
+    expect(checkView('{')).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^not valid JSON: /),
+    });
+    expect(checkView('{"layers": [{"name": "a", "atempts": 3}]}')).toEqual({
+      ok: false,
+      error: expect.stringMatching(
+        /^stack layers\[0\] has no field "atempts" \(did you mean "attempts"\?\); /,
+      ),
+    });
+  });
+
+  it('answers each question with its id, and an error as an answer', () => {
+    expect(answer({ id: 3, kind: 'check', stack: '[]' })).toMatchObject({ id: 3, kind: 'check' });
+    const herd = answer({ id: 4, kind: 'herd', params: { ...DEFAULT_HERD, clients: 10 } });
+    expect(herd).toMatchObject({ id: 4, kind: 'herd' });
+    const broken = answer({ id: 5, kind: 'herd', params: { ...DEFAULT_HERD, perSlot: 0 } });
+    expect(broken).toMatchObject({
+      id: 5,
+      kind: 'error',
+      message: expect.stringContaining('perSlot'),
+    });
+  });
+});
