@@ -65,7 +65,7 @@ const STORE_RETRY_MS = 1000;
  * `probes` calls through at once (default 1) and closes after `successesToClose` successes
  * (default 1); a probe failure opens it again.
  *
- * `admit()` and `record()` are synchronous and read only local state: wrap a call as
+ * `admit()` and `record()` are synchronous and decide from local state alone: wrap a call as
  * `const a = b.admit(); if (!a.admitted) throw new BreakerOpenError(b.key, a.retryAfterMs);`
  * then `b.record(a, outcome)` when it ends.
  *
@@ -101,12 +101,16 @@ export class CircuitBreaker {
   #pendingFailures = 0;
   #pendingSuccesses = 0;
   #busy = false; // a report or claim is in flight: at most one per breaker
+  // A call was admitted since the last store call began: never two round trips for one call.
+  #calledSinceTalk = false;
   #syncedAt = Number.NEGATIVE_INFINITY;
   #storeDownUntil = Number.NEGATIVE_INFINITY;
   #storeUp = true;
   #lease: string | undefined; // our claim on the fleet's probe
   #granted = false; // the lease is ours and its probe not yet sent
   #grantedUntil = 0; // when that lease ends: a probe sent after it would not be the only one
+  // When another process's probe lease ends: no probe of ours before then, store reachable or not.
+  #othersLeaseUntil = Number.NEGATIVE_INFINITY;
 
   /** Throws a TypeError or RangeError naming the option and value when an option is bad. */
   constructor(key: string, options?: BreakerOptions | BreakerSettings) {
@@ -143,10 +147,16 @@ export class CircuitBreaker {
     return this.#state;
   }
 
-  /** Decides, from local state alone, whether a call may go now. */
+  /**
+   * Decides, from local state alone, whether a call may go now. With a store, a closed breaker
+   * whose copy of the fleet's state is older than `syncMs` starts a refresh in the background,
+   * so a process whose calls hang still sees a trip elsewhere.
+   */
   admit(): BreakerAdmission {
+    if (this.#rules !== undefined) this.#calledSinceTalk = true;
     switch (this.#state) {
       case 'closed':
+        if (this.#rules !== undefined) this.#flush(false);
         return ADMITTED;
       case 'isolated':
         return ISOLATED;
@@ -156,6 +166,10 @@ export class CircuitBreaker {
           return { admitted: false, retryAfterMs: Math.ceil(this.#until - now) };
         }
         if (this.#fleetDecides(now)) return this.#fleetProbe(now);
+        // Deciding alone, but another process's probe is out: never a second one in its lease.
+        if (now < this.#othersLeaseUntil) {
+          return { admitted: false, retryAfterMs: Math.ceil(this.#othersLeaseUntil - now) };
+        }
         this.#move('half-open');
         this.#probesOut = 0;
         this.#successes = 0;
@@ -314,13 +328,15 @@ export class CircuitBreaker {
 
   /**
    * Sends the outcomes not yet reported, when due: at once for a failure or a reset (they change
-   * the fleet's count), else when the local copy is older than `syncMs` (`stale`). Each report
-   * carries at least one outcome or refreshes a stale copy for a call, so a call costs at most
-   * one round trip, and a healthy closed breaker one per `syncMs` at most.
+   * the fleet's count), else when the local copy is older than `syncMs` (`stale`), and only if
+   * a call was admitted since the last round trip began: a call costs at most one round trip (a
+   * failure whose call already started one goes with the next call), and a healthy closed
+   * breaker one per `syncMs` at most.
    */
   #flush(onlyUrgent: boolean): void {
+    if (this.#busy || !this.#calledSinceTalk) return;
     const now = this.#o.clock.now();
-    if (this.#busy || !this.#fleetDecides(now)) return;
+    if (!this.#fleetDecides(now)) return;
     const urgent = this.#pendingFailures > 0 || this.#pendingReset;
     if (!urgent && (onlyUrgent || now - this.#syncedAt < this.#o.syncMs)) return;
     const report = {
@@ -366,6 +382,7 @@ export class CircuitBreaker {
     always = false,
   ): void {
     if (!always) this.#busy = true;
+    this.#calledSinceTalk = false;
     call.then(
       (shared) => {
         if (!always) this.#busy = false;
@@ -418,9 +435,13 @@ export class CircuitBreaker {
     // may close the key long before its lease ends, so ask again after `syncMs` at most.
     if (this.#granted) return;
     this.#level = shared.level;
-    const wait =
-      shared.state === 'half-open' ? Math.min(shared.retryInMs, this.#o.syncMs) : shared.retryInMs;
-    this.#until = now + wait;
+    if (shared.state === 'half-open') {
+      this.#othersLeaseUntil = now + shared.retryInMs;
+      this.#until = now + Math.min(shared.retryInMs, this.#o.syncMs);
+    } else {
+      this.#othersLeaseUntil = Number.NEGATIVE_INFINITY;
+      this.#until = now + shared.retryInMs;
+    }
     this.#probesOut = 0;
     this.#move('open');
   }
@@ -456,6 +477,7 @@ export class CircuitBreaker {
   }
 
   #close(): void {
+    this.#othersLeaseUntil = Number.NEGATIVE_INFINITY;
     this.#level = 0;
     this.#failures = 0;
     this.#probesOut = 0;

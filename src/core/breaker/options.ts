@@ -146,9 +146,9 @@ export interface BreakerOptions {
    */
   store?: BreakerStore | undefined;
   /**
-   * With a store, how old the local copy of the fleet's state may get before a call's outcome
-   * brings a fresh one (one round trip, in the background). A trip elsewhere in the fleet is seen
-   * within about this long plus a round trip by a process that keeps calling.
+   * With a store, how old the local copy of the fleet's state may get before a call (admitted or
+   * ended) brings a fresh one (one round trip, in the background). A trip elsewhere in the fleet
+   * is seen within about this long plus a round trip by a process that keeps calling.
    * @default 50
    * @example
    * ```ts
