@@ -8,7 +8,8 @@ import { getHeader, readRateLimitPauseMs, readRetryAfterMs } from './retry-after
  *
  * - `'timeout'`: no answer in time (a `TimeoutError`, `timedOut: true`, `ETIMEDOUT`, undici's
  *   timeout codes, 408 Request Timeout).
- * - `'network'`: the connection failed or dropped (`ECONNRESET`, `socket hang up`, ...).
+ * - `'network'`: the connection failed or dropped (`ECONNRESET`, `socket hang up`, a browser's
+ *   `TypeError: Failed to fetch`, ...).
  * - `'unavailable'`: 502, 503 or 504 (and a 413 that carries Retry-After).
  * - `'throttled'`: 429; retried with a larger backoff ceiling.
  * - `'internal'`: 500; retried at most `maxInternalErrorRetries` times per call.
@@ -88,6 +89,51 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
 ]);
+
+/**
+ * The whole messages browsers give a fetch whose connection failed, refused or dropped, on a bare
+ * `TypeError` with no code and no cause. One list for the engine and stormproof/fetch.
+ */
+export const FETCH_FAILURE_MESSAGES: ReadonlySet<string> = new Set([
+  'Failed to fetch', // Chromium (Chrome, Edge, Opera), Debian's chromium 14x included
+  'NetworkError when attempting to fetch resource.', // Firefox
+  'Load failed', // Safari (WebKit) 15 and later
+]);
+
+/** Chromium and Safari may add the host in parentheses: `Failed to fetch (api.example.com)`. */
+const FETCH_FAILURE_WITH_HOST = /^(?:Failed to fetch|Load failed) \([^()]*\)$/;
+
+/** Whether `message` is, whole, a browser's message for a fetch whose connection failed. */
+export function isFetchFailureMessage(message: string): boolean {
+  return FETCH_FAILURE_MESSAGES.has(message) || FETCH_FAILURE_WITH_HOST.test(message);
+}
+
+/**
+ * TypeErrors that use those words but that stormproof/fetch saw fetch throw for a bad argument:
+ * never a network failure. Held weakly; only stormproof/fetch adds to it.
+ */
+const argumentErrors = new WeakSet<object>();
+
+/** Marks `error` as fetch's refusal of its own arguments, whatever its message says. */
+export function markFetchArgumentError(error: object): void {
+  argumentErrors.add(error);
+}
+
+/**
+ * A browser's report of a failed connection, recognised where nothing else can have thrown it:
+ * an instance of TypeError itself (not a subclass), whose whole message is one of the browsers'
+ * and which carries no cause and no code. A TypeError for a bad argument has another message.
+ */
+function isBrowserFetchFailure(error: Bag): boolean {
+  return (
+    Object.getPrototypeOf(error) === TypeError.prototype &&
+    !('cause' in error) &&
+    error.code === undefined &&
+    typeof error.message === 'string' &&
+    isFetchFailureMessage(error.message) &&
+    !argumentErrors.has(error)
+  );
+}
 
 const PERMANENT: Verdict = Object.freeze({ retryable: false, kind: 'permanent' });
 const TIMEOUT: Verdict = Object.freeze({ retryable: true, kind: 'timeout' });
@@ -190,7 +236,10 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
  * It reads `status`, `statusCode` or `response.status`; `retryAfterMs`; `headers` (or
  * `response.headers`, a `Headers` or a plain object) for `retry-after`, `retry-after-ms` and the
  * don't-retry signals; `name === 'TimeoutError'` or `timedOut: true`; and `code`, along the
- * `cause` chain, and `stormproof-pushback-ms` (an exact wait chosen by the server). Retries
+ * `cause` chain, and `stormproof-pushback-ms` (an exact wait chosen by the server). A browser's
+ * fetch reports a failed connection only as a bare `TypeError` whose message is fixed
+ * (`Failed to fetch`, `NetworkError when attempting to fetch resource.`, `Load failed`): such an
+ * error, a TypeError itself with no cause and no code, is a dropped connection too. Retries
  * timeouts, dropped connections, 408, 502, 503, 504, 429 (slower), a 413 that carries Retry-After
  * and 500 (once, by default); fails everything else at once.
  *
@@ -210,5 +259,7 @@ export function classify(error: unknown, nowMs: number = Date.now()): Verdict {
   if (status !== undefined) return withServerHints(statusVerdict(status), headers, error, nowMs);
   const transport = judgeTransport(error);
   if (transport !== undefined) return withServerHints(transport, headers, error, nowMs);
+  // Last: a bare TypeError carries no headers, and this is the rarest shape (browsers only).
+  if (isBrowserFetchFailure(error)) return NETWORK;
   return PERMANENT;
 }

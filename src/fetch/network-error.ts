@@ -5,17 +5,9 @@
 // runtimes use for a failed connection AND the arguments of the call are valid (a Request can
 // be built from them): then nothing but the network was at fault. workerd (Cloudflare Workers)
 // throws a plain Error, `Network connection lost.`, which is read the same way. (Node's and
-// Bun's errors carry a code, which the engine's classifier reads.)
-
-/** The whole messages browsers give a fetch whose connection failed, refused or dropped. */
-const NETWORK_MESSAGES: ReadonlySet<string> = new Set([
-  'Failed to fetch', // Chromium (Chrome, Edge, Opera), Debian's chromium 14x included
-  'NetworkError when attempting to fetch resource.', // Firefox
-  'Load failed', // Safari (WebKit) 15 and later
-]);
-
-/** Chromium and Safari may add the host in parentheses: `Failed to fetch (api.example.com)`. */
-const WITH_HOST = /^(?:Failed to fetch|Load failed) \([^()]*\)$/;
+// Bun's errors carry a code, which the engine's classifier reads.) The browsers' messages are
+// the engine's list (core/classify.ts), which also retries them under a bare retry().
+import { isFetchFailureMessage, markFetchArgumentError } from '../core/classify.js';
 
 /** workerd's whole message for a connection refused or dropped; its error is a plain Error. */
 const WORKERD_LOST = 'Network connection lost.';
@@ -41,11 +33,7 @@ function saysConnectionFailed(error: ErrorShape): boolean {
   if (typeof message !== 'string') return false;
   if (cause === undefined) {
     // Browsers; and Deno 1, which put its own message on the TypeError itself.
-    return (
-      NETWORK_MESSAGES.has(message) ||
-      WITH_HOST.test(message) ||
-      message.startsWith(DENO_SEND_ERROR)
-    );
+    return isFetchFailureMessage(message) || message.startsWith(DENO_SEND_ERROR);
   }
   // Deno 2: TypeError('fetch failed') caused by `error sending request for url (...): ...`.
   return (
@@ -91,5 +79,9 @@ export function isFetchNetworkError(
   const workerdLost =
     error.name === 'Error' && error.message === WORKERD_LOST && error.cause === undefined;
   if (!workerdLost && (error.name !== 'TypeError' || !saysConnectionFailed(error))) return false;
-  return argumentsAreValid(url, method, headers);
+  if (argumentsAreValid(url, method, headers)) return true;
+  // Those words, but fetch refused its own arguments: the engine must not read them as a
+  // failed connection either.
+  markFetchArgumentError(error);
+  return false;
 }
