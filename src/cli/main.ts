@@ -23,6 +23,7 @@ import {
   stormTable,
   type Values,
 } from './scenarios.js';
+import { serveLab } from './serve.js';
 import { labKey, labSetups } from './storm-server.js';
 
 /** Exit codes. */
@@ -80,6 +81,7 @@ Usage:
   stormproof lab [options]                   naive versus stormproof on the weather API: prints a
                                              comparison and writes a report with charts
   stormproof lab --live [options]            the same storm for real on 127.0.0.1 (about 2 min)
+  stormproof lab --serve [--port N]          the storm lab in a page, on 127.0.0.1, until Ctrl-C
   stormproof sim <scenario> [options]        runs one scenario of the simulator
   stormproof check <stack.json> [options]    worst case of a stack's retry layers, and warnings
   stormproof map [options]                   the metastability map of every retry policy, or a
@@ -245,6 +247,15 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
 const withoutLive = (args: readonly string[]) => args.filter((arg) => arg !== '--live');
 
 async function lab(args: readonly string[], io: Io): Promise<number> {
+  if (args.includes('--serve')) {
+    if (args.includes('--live')) {
+      throw new UsageError('stormproof lab: --serve and --live are two programs; give one of them');
+    }
+    return serveLab(
+      args.filter((arg) => arg !== '--serve'),
+      io,
+    );
+  }
   if (args.includes('--live')) return liveLab(withoutLive(args), io);
   const command = 'stormproof lab';
   const parsed = parse(command, args, LAB_OPTIONS);
