@@ -1,6 +1,10 @@
 // The storm lab's page without a browser: its state and URL (src/page/state.ts) and what its worker
-// computes (src/page/compute.ts, the module the worker runs), in Node.
-import { describe, expect, it } from 'vitest';
+// computes (src/page/compute.ts, the module the worker runs), in Node; and the same figures as the
+// CLI (`node dist/cli/main.js`, built by the suite's global setup) on the same parameters.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { answer, checkView, herdView } from '../src/page/compute.js';
 import {
   checkHerd,
@@ -13,6 +17,7 @@ import {
   readHash,
   writeHash,
 } from '../src/page/state.js';
+import { root, runCli } from './helpers/cli.js';
 
 const DEFAULT_HERD: HerdParams = {
   clients: 2000,
@@ -155,5 +160,116 @@ describe("the page's worker", () => {
       kind: 'error',
       message: expect.stringContaining('perSlot'),
     });
+  });
+});
+
+/** Compares the page's figures with the CLI's JSON key by key, naming the key that differs. */
+function sameFields(what: string, page: object, cli: object): void {
+  const keys = [...new Set([...Object.keys(page), ...Object.keys(cli)])].sort();
+  for (const key of keys) {
+    expect((page as Record<string, unknown>)[key], `${what}: ${key}`).toStrictEqual(
+      (cli as Record<string, unknown>)[key],
+    );
+  }
+  expect(page, what).toStrictEqual(cli);
+}
+
+/** The CLI's `--json` output, parsed; fails on any other exit code than 0. */
+async function cliJson(args: readonly string[]): Promise<object> {
+  const ran = await runCli(args);
+  expect(ran.code, `${args.join(' ')}: ${ran.stderr}`).toBe(0);
+  return JSON.parse(ran.stdout);
+}
+
+describe('the same figures as the CLI', () => {
+  const HERDS: readonly HerdParams[] = [
+    DEFAULT_HERD,
+    { ...DEFAULT_HERD, jitter: 'none', clients: 500, perSlot: 10 },
+    { ...DEFAULT_HERD, jitter: 'equal', pushback: 'spread', seed: 3 },
+    { ...DEFAULT_HERD, jitter: 'decorrelated', pushback: 'load-aware', slotMs: 5 },
+    { ...DEFAULT_HERD, jitter: 'band', pushback: 'fixed', baseMs: 50, capMs: 2000 },
+    // Above 100,000 clients 'auto' counts the herd: drawn as counts, from the same seed.
+    { ...DEFAULT_HERD, clients: 200_000, perSlot: 2000, seed: 11 },
+  ];
+  for (const params of HERDS) {
+    it(`herd ${herdCommand(params)}`, async () => {
+      const view = herdView(params);
+      for (const run of view.runs) {
+        const command = herdCommand(params, run.jitter).split(' ').slice(1);
+        sameFields(command.join(' '), run.figures, await cliJson(command));
+      }
+    });
+  }
+
+  const dir = mkdtempSync(join(tmpdir(), 'stormproof-page-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const STACKS: Readonly<Record<string, string>> = {
+    'examples/stack.json': readFileSync(join(root, 'examples/stack.json'), 'utf8'),
+    'a fixed stack': JSON.stringify({
+      name: 'after the fix',
+      layers: [
+        { name: 'edge', attempts: 1, timeoutMs: 10_000 },
+        {
+          name: 'client',
+          maxAttempts: 4,
+          baseDelayMs: 100,
+          maxDelayMs: 5000,
+          jitter: 'full',
+          budget: true,
+          deadlineMs: 30_000,
+          stormproof: true,
+          breaker: { consecutiveFailures: 5, openMs: 5000 },
+        },
+      ],
+    }),
+    'a gRPC layer': JSON.stringify({
+      layers: [
+        { name: 'app', attempts: 3, jitter: { band: [0.5, 1.5] }, baseDelayMs: 10 },
+        {
+          name: 'gRPC client',
+          grpc: {
+            methodConfig: [
+              {
+                name: [{ service: 'weather.Forecast' }],
+                retryPolicy: {
+                  maxAttempts: 5,
+                  initialBackoff: '0.1s',
+                  maxBackoff: '1s',
+                  backoffMultiplier: 2,
+                  retryableStatusCodes: ['UNAVAILABLE'],
+                },
+              },
+            ],
+            retryThrottling: { maxTokens: 10, tokenRatio: 0.1 },
+          },
+          timeoutMs: 500,
+        },
+      ],
+    }),
+  };
+  for (const [name, text] of Object.entries(STACKS)) {
+    it(`check: ${name}`, async () => {
+      const file = join(dir, `${name.replace(/\W+/g, '-')}.json`);
+      writeFileSync(file, text);
+      const view = checkView(text);
+      expect(view.ok, view.ok ? '' : view.error).toBe(true);
+      if (view.ok) sameFields(name, view.json, await cliJson(['check', file, '--json']));
+    });
+  }
+
+  it('check: a stack the CLI refuses is refused with the same words', async () => {
+    for (const text of [
+      '{"layers": [{"name": "a", "attempts": 0}]}',
+      '{"layers": [{"name": "a", "attempts": 2, "timeoutMs": 3000000000}]}',
+      '{"layers": []}',
+    ]) {
+      const file = join(dir, 'refused.json');
+      writeFileSync(file, text);
+      const ran = await runCli(['check', file, '--json']);
+      expect(ran.code, text).toBe(2);
+      const view = checkView(text);
+      expect(view.ok, text).toBe(false);
+      if (!view.ok) expect(`stormproof check: ${file}: ${view.error}\n`).toBe(ran.stderr);
+    }
   });
 });
