@@ -168,6 +168,60 @@ describe('runHerd mode counted', () => {
     expect(r.busiestSlot).toBeLessThanOrEqual(100_000_000);
   });
 
+  it('issue 25: 10^9 clients without jitter skip the empty slots between waves, same figures', () => {
+    // Every wave of a lone group at the cap was visited slot by slot, 500 empty slots apart: 21 s
+    // for 4 * 10^7 waves. The figures, the slots reported and the progress are pinned from that
+    // slot-by-slot run.
+    const progress: number[] = [];
+    const r = runHerd({
+      clients: 1_000_000_000,
+      jitter: 'none',
+      onProgress: (done) => progress.push(done),
+    });
+    expect(r).toEqual({
+      calls: 20_000_000_514_827_536,
+      busiestSlot: 999_999_975,
+      doneAfterSeconds: 199_999_976.21,
+    });
+    expect(progress).toHaveLength(100);
+    expect(progress.at(-1)).toBe(1_000_000_000);
+  });
+
+  it.each<[HerdOptions, HerdResult, number]>([
+    [
+      { clients: 2_000_000, jitter: 'none' },
+      { calls: 80_001_000_000, busiestSlot: 1_999_975, doneAfterSeconds: 399_976.21 },
+      80_000,
+    ],
+    [
+      { clients: 100_000_000, jitter: 'none', pushback: 'fixed', perSlot: 2500 },
+      { calls: 2_000_050_000_000, busiestSlot: 99_997_500, doneAfterSeconds: 279_974.21 },
+      40_000,
+    ],
+    [
+      { clients: 3_000_000, jitter: 'none', perSlot: 7, slotMs: 3, baseMs: 50, capMs: 700 },
+      { calls: 642_858_642_858, busiestSlot: 2_999_993, doneAfterSeconds: 299_569.08 },
+      428_572,
+    ],
+  ])(
+    'a lone group at the cap, %o: the slot-by-slot figures and slots',
+    (options, expected, slots) => {
+      let reported = 0;
+      let calls = 0;
+      const r = runHerd({
+        ...options,
+        mode: 'counted',
+        onSlot: (_ms, served, failed) => {
+          reported++;
+          calls += served + failed;
+        },
+      });
+      expect(r).toEqual(expected);
+      expect(reported).toBe(slots);
+      expect(calls).toBe(r.calls);
+    },
+  );
+
   it('auto stays exact up to 100,000 clients: the published figures are unchanged', () => {
     expect(runHerd({ mode: 'auto' })).toEqual(runHerd({ mode: 'exact' }));
     expect(runHerd({ mode: 'counted' })).not.toEqual(runHerd({ mode: 'exact' }));

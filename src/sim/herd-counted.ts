@@ -203,6 +203,20 @@ export function runHerdCounted(p: CountedHerdParams): {
     if (last - first >= 2) addRun(slot + first + 1, slot + last - 1, state, perWidth);
   };
 
+  /** The one state with callers in `count`, if it keeps its state and moves by a fixed wait; else -1. */
+  const loneState = (counts: Float64Array): number => {
+    let lone = -1;
+    for (let s = 0; s < states; s++) {
+      if (counts[s] === 0) continue;
+      if (lone >= 0) return -1;
+      lone = s;
+    }
+    if (lone < 0) return -1;
+    const m = moves[lone]!;
+    const fixed = cellOf(m.lo) >= cellOfEnd(m.hi) || m.hi <= m.lo;
+    return m.next === lone && fixed ? lone : -1;
+  };
+
   addPoint(0, 0, clients);
   const progressStep = Math.max(1, Math.floor(clients / 100));
   let nextProgress = progressStep;
@@ -259,6 +273,31 @@ export function runHerdCounted(p: CountedHerdParams): {
     }
     if (total === 0) {
       slot++;
+      continue;
+    }
+    const alone = fluid && runningStates === 0 && markedSlots === 0 ? loneState(count) : -1;
+    if (alone >= 0) {
+      // One group left, due in one slot, that stays in its state and lands in one later slot (no
+      // jitter, every try at the cap): its waves are known in advance. Run them here, one step per
+      // wave, instead of walking every empty slot between them (10^9 clients without jitter make
+      // 4 * 10^7 waves 500 slots apart). The arithmetic is the loop's, so the figures are too.
+      const step = cellOf(moves[alone]!.lo);
+      let n = total;
+      while (n >= fluidCalls && n >= 2 * perSlot) {
+        const calledHere = Math.round(n);
+        calls += calledHere;
+        if (slot > 0 && calledHere > busiest) busiest = calledHere;
+        onSlot?.(slot * slotMs, perSlot, calledHere - perSlot);
+        n *= 1 - perSlot / n;
+        done += perSlot;
+        lastSlot = slot;
+        if (onProgress !== undefined && done >= nextProgress && done < clients) {
+          onProgress(Math.floor(done), clients);
+          nextProgress = (Math.floor(done / progressStep) + 1) * progressStep;
+        }
+        slot += step;
+      }
+      addPoint(slot, alone, n);
       continue;
     }
     const calledHere = fluid ? Math.round(total) : total;
