@@ -159,6 +159,48 @@ describe('runHerd at scale', () => {
   });
 });
 
+describe('runHerd without jitter moves the herd as one (issue 19)', () => {
+  it.each<[HerdOptions, { calls: number; busiestSlot: number; doneAfterSeconds: number }, number]>([
+    [
+      { clients: 9000, perSlot: 30, slotMs: 7, baseMs: 130, capMs: 3300 },
+      { calls: 1_354_500, busiestSlot: 8970, doneAfterSeconds: 973.34 },
+      300,
+    ],
+    [
+      { clients: 777, perSlot: 1, slotMs: 1, baseMs: 0.5, capMs: 40 },
+      { calls: 302_253, busiestSlot: 776, doneAfterSeconds: 30.55 },
+      777,
+    ],
+    [
+      { clients: 4321, perSlot: 17, slotMs: 13, baseMs: 1, capMs: 1_000_000 },
+      { calls: 551_310, busiestSlot: 4304, doneAfterSeconds: 235_048.28 },
+      255,
+    ],
+  ])(
+    '%o: the client-by-client figures, slots and progress, whatever the seed',
+    (options, expected, slots) => {
+      // Pinned from the client-by-client loop, which shuffled every slot for nothing: the clients
+      // due in a slot are all in the same state. A wave at a time now.
+      for (const seed of [7, 8]) {
+        const reported: [number, number, number][] = [];
+        const progress: number[] = [];
+        const r = runHerd({
+          ...options,
+          jitter: 'none',
+          mode: 'exact',
+          seed,
+          onSlot: (ms, served, failed) => reported.push([ms, served, failed]),
+          onProgress: (done) => progress.push(done),
+        });
+        expect(r).toEqual(expected);
+        expect(reported).toHaveLength(slots);
+        expect(reported.reduce((sum, [, s, f]) => sum + s + f, 0)).toBe(expected.calls);
+        expect(progress.at(-1)).toBe(options.clients);
+      }
+    },
+  );
+});
+
 describe('runHerd validates its options', () => {
   it.each([
     [{ clients: -1 }, RangeError, /clients.*-1/],
