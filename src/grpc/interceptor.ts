@@ -12,11 +12,13 @@ import {
 } from '@grpc/grpc-js';
 import type { Jitter } from '../core/backoff.js';
 import type { Budget } from '../core/budgets/budget.js';
-import { TokenBucket } from '../core/budgets/token-bucket.js';
+import { RetryBudget } from '../core/budgets/retry-budget.js';
+import { TokenBucket, type TokenBucketOptions } from '../core/budgets/token-bucket.js';
 import type { Verdict } from '../core/classify.js';
 import type { Clock, RandomSource } from '../core/clock.js';
 import type {
   AttemptContext,
+  CallOptions,
   RetryDecisionContext,
   RetryHooks,
   RetryReport,
@@ -24,6 +26,7 @@ import type {
 import { addReportFinder, getRetryReport, type ReportFinder } from '../core/report.js';
 import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
+import { OriginBudgets } from '../fetch/budgets.js';
 import { capMaxAttempts } from './limits.js';
 import {
   MAX_PUSHBACK_MS,
@@ -40,7 +43,10 @@ export const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';
 /** gRPC core's per-call retry buffer (grpc-js uses 1 MiB). */
 const DEFAULT_BUFFER_BYTES = 256 * 1024;
 
-/** gRFC A6's `retryThrottling`: one token bucket for the calls this interceptor makes. */
+/** How many channel targets' throttles one interceptor remembers by default. */
+export const DEFAULT_MAX_TARGETS = 1000;
+
+/** gRFC A6's `retryThrottling`: one token bucket per channel target this interceptor calls. */
 export interface ThrottlingOptions {
   /**
    * The most tokens, and the starting count. A whole number in (0, 1000]. Retries stop while the
@@ -136,9 +142,10 @@ export interface RetryInterceptorOptions extends RetryHooks {
    */
   throttledDelayMultiplier?: number | undefined;
   /**
-   * gRFC A6's retry throttling: a token bucket shared by every call of this interceptor. A6 keeps
-   * one per server name, so make one interceptor per channel target and give it to every client
-   * of that target. Cannot be combined with `budget`.
+   * gRFC A6's retry throttling: one token bucket per channel target (the target a client was
+   * made with, such as `dns:api.example.com:443`), shared by every call to that target through
+   * this interceptor, whichever client or channel makes it: failures at one server never
+   * throttle another. Cannot be combined with `budget`.
    * @default undefined (the `budget` applies)
    * @example
    * ```ts
@@ -147,14 +154,26 @@ export interface RetryInterceptorOptions extends RetryHooks {
    */
   throttling?: ThrottlingOptions | undefined;
   /**
-   * Any stormproof budget instead of A6 throttling, or `false` for none.
-   * @default new RetryBudget() (when `throttling` is not given)
+   * Any stormproof budget instead of A6 throttling, or `false` for none. A budget given here is
+   * shared as given, by the calls to every target; the default is one per channel target.
+   * @default a new RetryBudget() per channel target (when `throttling` is not given)
    * @example
    * ```ts
    * { budget: false }
    * ```
    */
   budget?: Budget | false | undefined;
+  /**
+   * How many channel targets' throttling buckets (or default budgets) are remembered. Past it,
+   * the target used least recently is forgotten, and starts again with a full bucket if it is
+   * called again. An integer >= 1.
+   * @default 1000
+   * @example
+   * ```ts
+   * { maxTargets: 50 }
+   * ```
+   */
+  maxTargets?: number | undefined;
   /**
    * The most bytes of request messages kept per call for resending. A call whose messages no
    * longer fit is committed: it is never retried again.
@@ -195,6 +214,7 @@ const KEYS = [
   'throttledDelayMultiplier',
   'throttling',
   'budget',
+  'maxTargets',
   'maxBufferBytes',
   'clock',
   'random',
@@ -209,11 +229,8 @@ const KEYS = [
  */
 const NO_DEADLINE_MS = MAX_PUSHBACK_MS;
 
-/** How many per-deadline policies an interceptor keeps before starting over. */
-const DEADLINE_CACHE_SIZE = 64;
-
-/** Checks `throttling` and makes its bucket; errors name `throttling.maxTokens` and so on. */
-function throttlingBucket(owner: string, value: unknown): TokenBucket {
+/** Checks `throttling`; errors name `throttling.maxTokens` and so on. */
+function checkThrottling(owner: string, value: unknown): TokenBucketOptions {
   const o = checkOptionsObject(`${owner} throttling`, value);
   checkKnownKeys(`${owner} throttling`, o, ['maxTokens', 'tokenRatio']);
   refuseNulls(`${owner} throttling`, o);
@@ -226,17 +243,15 @@ function throttlingBucket(owner: string, value: unknown): TokenBucket {
   const tokenRatio = checkNumber(owner, 'throttling.tokenRatio', o.tokenRatio ?? 0.1, {
     min: 0.001,
   });
-  return new TokenBucket({ maxTokens, tokenRatio });
+  return { maxTokens, tokenRatio };
 }
 
 /** What the interceptor settled once, at creation. */
 interface Settings {
   readonly maxBufferBytes: number;
   readonly deadlineMs: number | undefined;
-  /** The policy of calls without a deadline, shared by all of them. */
-  readonly open: RetryPolicy;
-  /** A policy for a call whose deadline is `deadlineMs` (whole ms) away; same options and budget. */
-  readonly bounded: (deadlineMs: number) => RetryPolicy;
+  /** The policy of the calls to a channel target: that target's throttle, or the shared budget. */
+  readonly policyOf: (target: string) => RetryPolicy;
 }
 
 /** One attempt, or the call as grpc-js sees it. */
@@ -337,7 +352,11 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   if (o.throttling !== undefined && o.budget !== undefined) {
     throw new TypeError(`stormproof: ${owner} takes throttling or budget, not both`);
   }
-  const bucket = o.throttling === undefined ? undefined : throttlingBucket(owner, o.throttling);
+  const throttling = o.throttling === undefined ? undefined : checkThrottling(owner, o.throttling);
+  const maxTargets = checkNumber(owner, 'maxTargets', o.maxTargets ?? DEFAULT_MAX_TARGETS, {
+    min: 1,
+    integer: true,
+  });
   const clock = o.clock ?? undefined;
   const base = {
     maxAttempts,
@@ -347,35 +366,34 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
     throttledDelayMultiplier: o.throttledDelayMultiplier,
     // Retry-After is HTTP's; gRPC's waits arrive as pushback, which the verdict carries.
     honorRetryAfter: false,
-    shouldRetry: ({ error }: RetryDecisionContext) => judge(codes, bucket, clock, error),
-    budget: bucket ?? o.budget,
     clock: o.clock,
     random: o.random,
     onRetry: o.onRetry,
     onGiveUp: o.onGiveUp,
     onSuccess: o.onSuccess,
   };
-  // Made now, so that every option is checked when the interceptor is created.
-  const open = createRetryPolicy({ ...base, deadlineMs: NO_DEADLINE_MS });
-  // Every call shares the one budget the open policy settled (a default RetryBudget included).
-  const shared = { ...base, budget: open.budget ?? (false as const) };
-  // The engine takes a deadline per policy, not per call, and making a policy costs about 13 us:
-  // calls made with the same timeout (deadline = now + 5 s) reuse one policy per whole ms left.
-  const byDeadline = new Map<number, RetryPolicy>();
-  return {
-    maxBufferBytes,
-    deadlineMs,
-    open,
-    bounded: (ms) => {
-      let policy = byDeadline.get(ms);
-      if (policy === undefined) {
-        if (byDeadline.size >= DEADLINE_CACHE_SIZE) byDeadline.clear();
-        policy = createRetryPolicy({ ...shared, deadlineMs: ms });
-        byDeadline.set(ms, policy);
-      }
-      return policy;
-    },
-  };
+  // A call's own deadline is passed per call; calls without one are bounded only by attempts.
+  const make = (budget: Budget | false, bucket: TokenBucket | undefined) =>
+    createRetryPolicy({
+      ...base,
+      deadlineMs: NO_DEADLINE_MS,
+      shouldRetry: ({ error }: RetryDecisionContext) => judge(codes, bucket, clock, error),
+      budget,
+    });
+  if (o.budget !== undefined) {
+    // The user's budget (or none): one policy, made now, so every option is checked here.
+    const shared = make(o.budget, undefined);
+    return { maxBufferBytes, deadlineMs, policyOf: () => shared };
+  }
+  // gRFC A6 keeps one bucket per server name: one per channel target, bounded as createFetch
+  // bounds its budgets per origin. Checked now with a policy that is never used.
+  make(false, undefined);
+  const targets = new OriginBudgets(maxTargets, () => {
+    if (throttling === undefined) return make(new RetryBudget(), undefined);
+    const bucket = new TokenBucket(throttling);
+    return make(bucket, bucket);
+  });
+  return { maxBufferBytes, deadlineMs, policyOf: (target) => targets.get(target) };
 }
 
 /** A request message on its way: kept for resending until the call is committed. */
@@ -423,6 +441,8 @@ class RetryingCall implements InterceptingCallInterface {
   private readonly singleRequest: boolean;
   /** Ends a wait at the call's deadline even when the injected clock sleeps late. */
   private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The first attempt, made before the engine starts it: it names the channel's target. */
+  private firstCall: InterceptingCallInterface | undefined;
 
   constructor(
     private readonly settings: Settings,
@@ -445,14 +465,18 @@ class RetryingCall implements InterceptingCallInterface {
       deadline === undefined || deadline === Number.POSITIVE_INFINITY
         ? undefined
         : new Date(deadline).getTime() - Date.now();
-    let policy = this.settings.open;
+    // grpc-js tells an interceptor nothing of its channel, but a call not started yet names the
+    // channel's target as its peer (the resolving call's `getPeer()`): the throttle's key.
+    this.firstCall = this.nextCall(this.options);
+    const policy = this.settings.policyOf(this.firstCall.getPeer());
+    const call: CallOptions = { signal: this.controller.signal };
     if (left !== undefined) {
       // Whole ms, rounded down: the engine may give up up to 1 ms early, never late.
-      policy = this.settings.bounded(Math.max(1, Math.floor(left)));
+      call.deadlineMs = Math.max(1, Math.floor(left));
       this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, left));
     }
     policy
-      .retry((context) => this.runAttempt(context), { signal: this.controller.signal })
+      .retry((context) => this.runAttempt(context), call)
       .then(
         (status) => this.finish(status),
         (error: unknown) => this.finish(this.statusOf(error), getRetryReport(error)),
@@ -485,6 +509,9 @@ class RetryingCall implements InterceptingCallInterface {
     this.finished = true;
     if (report !== undefined) reportsByTrailers.set(status.metadata, report);
     clearTimeout(this.deadlineTimer);
+    // Never started (the call was cancelled first): ended too, so grpc-js counts it as done.
+    this.firstCall?.cancelWithStatus(CODE.CANCELLED, 'Cancelled before it started');
+    this.firstCall = undefined;
     this.attempt = undefined;
     this.queue = [];
     this.listener.onReceiveStatus(status);
@@ -544,7 +571,8 @@ class RetryingCall implements InterceptingCallInterface {
         metadata = metadata.clone();
         metadata.set(PREVIOUS_ATTEMPTS_HEADER, String(number - 1));
       }
-      const call = this.nextCall(this.options);
+      const call = this.firstCall ?? this.nextCall(this.options);
+      this.firstCall = undefined;
       const running: Running = { call, next: 0, writing: false, halfClosed: false };
       this.attempt = running;
       const unaryResponse = !this.options.method_definition.responseStream;
@@ -654,8 +682,8 @@ class RetryingCall implements InterceptingCallInterface {
  * A grpc-js client interceptor that retries calls through stormproof's engine, following gRFC A6:
  * only listed statuses, at most 5 attempts, the server's `grpc-retry-pushback-ms` read strictly
  * (a bad value means "do not retry"), `google.rpc.RetryInfo` honoured, `grpc-previous-rpc-attempts`
- * sent on retries, the call's deadline as the total deadline, optional A6 throttling that fails a
- * throttled call at once. Unary and server-streaming calls are retried until the first response
+ * sent on retries, the call's deadline as the total deadline, optional A6 throttling (one bucket
+ * per channel target, shared by every client of that target) that fails a throttled call at once. Unary and server-streaming calls are retried until the first response
  * header or message; client-streaming and bidi calls too, while their messages fit
  * `maxBufferBytes`.
  *
