@@ -1,9 +1,17 @@
 // The storm lab's page as a person gets it: `stormproof lab --serve` (dist/cli/main.js, with the
-// page built into dist/page by `npm run build:page` before the tests) on 127.0.0.1.
+// page built into dist/page by `npm run build:page` before the tests) on 127.0.0.1, opened in
+// headless Chromium (Debian's, through playwright-core; the tests fail without it). Every wait is
+// for a state of the page, never for time. Screenshots of each view go to reports/.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdirSync } from 'node:fs';
 import { request } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { herdView } from '../src/page/compute.js';
+import { checkHerd, type HerdInputs, readHash } from '../src/page/state.js';
+import { launchChromium } from './helpers/browser.js';
 import { MAIN, root } from './helpers/cli.js';
 
 /** A running `stormproof lab --serve`, and what it printed. */
@@ -80,6 +88,11 @@ function raw(
 }
 
 let server: Served | undefined;
+/** The first test starts it; the page's tests open it. */
+const origin = () => {
+  expect(server, 'lab --serve did not start (see the first test)').toBeDefined();
+  return server!.origin;
+};
 
 beforeAll(() => {
   // The page as `npm run build` makes it: the global setup builds only what tsc builds.
@@ -186,4 +199,338 @@ describe('stormproof lab --serve', () => {
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/--port N\s+the port on 127\.0\.0\.1 \(0: a free one\) \(default 0\)/);
   });
+});
+
+describe('the page in Chromium', () => {
+  /** Generous bounds for a busy 2-core machine; every wait ends as soon as the page is ready. */
+  const WAIT = 30_000;
+  let browser: Browser | undefined;
+  let context: BrowserContext | undefined;
+  let page: Page;
+  /** Console errors and warnings, and uncaught errors, of the test's pages. */
+  let problems: string[] = [];
+
+  beforeAll(async () => {
+    browser = await launchChromium("the storm lab's page");
+  }, WAIT);
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  /** A new page that records its problems. */
+  async function open(hash = ''): Promise<Page> {
+    const opened = await context!.newPage();
+    opened.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
+    });
+    opened.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+    await opened.goto(`${origin()}/${hash}`);
+    return opened;
+  }
+
+  beforeEach(async () => {
+    problems = [];
+    context = await browser!.newContext({ viewport: { width: 1200, height: 900 } });
+    page = await open();
+  }, WAIT);
+
+  afterEach(async () => {
+    await context?.close();
+    expect(problems).toEqual([]);
+  });
+
+  /** Waits until `view` has computed, and returns what it shows: its figures and its chart. */
+  async function shown(view: 'herd' | 'check', on = page) {
+    await on.waitForSelector(`#${view}[data-state="done"]`, { timeout: WAIT });
+    return on.evaluate((v) => {
+      const section = document.getElementById(v)!;
+      return {
+        figures: Array.from(section.querySelector('table')!.tBodies[0]!.rows)
+          .map((row) => Array.from(row.cells, (cell) => cell.textContent).join('\t'))
+          .join('\n'),
+        chart: section.querySelector('.chart')!.innerHTML,
+        summary: document.getElementById('check-summary')!.textContent,
+      };
+    }, view);
+  }
+
+  /** Does `act` and waits until the view shows other figures than before, computed. */
+  async function changes(view: 'herd' | 'check', act: () => Promise<void>, what: string) {
+    const before = await shown(view);
+    await act();
+    await page.waitForFunction(
+      ([v, old]) =>
+        document.getElementById(v!)!.dataset.state === 'done' &&
+        document.getElementById(v!)!.querySelector('.chart')!.innerHTML !== old,
+      [view, before.chart] as const,
+      { timeout: WAIT },
+    );
+    const after = await shown(view);
+    expect(after.figures, what).not.toBe(before.figures);
+    expect(after.chart, what).not.toBe(before.chart);
+    return after;
+  }
+
+  /** The figures the page must show for the herd in its URL: the worker's module, run here. */
+  function expectedHerd(url: string): string {
+    const checked = checkHerd(readHash(new URL(url).hash).herd as HerdInputs);
+    if (!('params' in checked)) throw new Error(`the URL's herd is invalid: ${url}`);
+    return herdView(checked.params)
+      .runs.map((r) =>
+        [
+          r.jitter,
+          r.figures.calls.toLocaleString('en-US'),
+          r.figures.busiestSlot.toLocaleString('en-US'),
+          `${r.figures.doneAfterSeconds.toFixed(2)} s`,
+        ].join('\t'),
+      )
+      .join('\n');
+  }
+
+  it(
+    "opens on the herd with the storm story's figures and no console error; a screenshot of each view",
+    async () => {
+      const herd = await shown('herd');
+      expect(herd.figures).toBe('none\t81,000\t1,975\t376.21 s\nfull\t6,487\t205\t3.45 s');
+      expect(herd.chart.match(/<g class="chart"/g)).toHaveLength(2);
+      expect(new URL(page.url()).hash).toBe(
+        '#view=herd&clients=2000&per-slot=25&slot-ms=10&base-ms=200&cap-ms=5000&seed=7&jitter=full&pushback=none',
+      );
+      expect(await page.textContent('#herd-command')).toBe(
+        'stormproof sim herd --clients 2000 --per-slot 25 --slot-ms 10 --base-ms 200 --cap-ms 5000 --seed 7 --jitter full --pushback none --json',
+      );
+      mkdirSync(join(root, 'reports'), { recursive: true });
+      await page.screenshot({ path: join(root, 'reports/page-herd.png'), fullPage: true });
+      await page.click('#show-check');
+      const check = await shown('check');
+      expect(check.summary).toBe(
+        'The weather API before the fix: in the worst case one user request makes 64 calls at the service and takes 32,000 ms.',
+      );
+      expect(check.figures.split('\n')).toEqual([
+        'partner backend\t4\t1\t0 ms\t32,000 ms',
+        'client library\t4\t4\t0 ms\t8,000 ms',
+        'API gateway\t4\t16\t0 ms\t4,000 ms',
+      ]);
+      expect(await page.locator('#check-warnings li').count()).toBeGreaterThan(0);
+      await page.screenshot({ path: join(root, 'reports/page-check.png'), fullPage: true });
+    },
+    WAIT * 2,
+  );
+
+  it(
+    'moving each control of the herd changes its chart, its figures and the URL',
+    async () => {
+      await shown('herd');
+      const sliders = await page.$$eval('#herd input[type="range"]', (els) => els.map((e) => e.id));
+      expect(sliders).toEqual([
+        'herd-clients-slider',
+        'herd-per-slot-slider',
+        'herd-slot-ms-slider',
+        'herd-base-ms-slider',
+        'herd-cap-ms-slider',
+      ]);
+      for (const id of sliders) {
+        const flag = id.replace(/^herd-|-slider$/g, '');
+        const hash = new URL(page.url()).hash;
+        // By the keyboard, as a slider is moved without a mouse.
+        await changes('herd', () => page.press(`#${id}`, 'ArrowRight'), id);
+        expect(new URL(page.url()).hash, id).not.toBe(hash);
+        const value = await page.inputValue(`#herd-${flag}`);
+        expect(new URL(page.url()).hash, id).toContain(`&${flag}=${value}&`);
+      }
+      for (const [id, value] of [
+        ['herd-clients', '3000'],
+        ['herd-per-slot', '40'],
+        ['herd-slot-ms', '7'],
+        ['herd-base-ms', '150'],
+        ['herd-cap-ms', '3000'],
+        ['herd-seed', '8'],
+      ] as const) {
+        await changes('herd', () => page.fill(`#${id}`, value), id);
+        expect(new URL(page.url()).hash, id).toContain(`${id.slice(5)}=${value}`);
+      }
+      for (const [id, value] of [
+        ['herd-jitter', 'equal'],
+        ['herd-pushback', 'spread'],
+        ['herd-jitter', 'decorrelated'],
+        ['herd-pushback', 'load-aware'],
+      ] as const) {
+        await changes('herd', async () => void (await page.selectOption(`#${id}`, value)), id);
+      }
+      // What it shows is what the worker's module computes for the URL's parameters.
+      expect((await shown('herd')).figures).toBe(expectedHerd(page.url()));
+    },
+    WAIT * 4,
+  );
+
+  it(
+    'marks a wrong value, says why, and computes again once it is right',
+    async () => {
+      await shown('herd');
+      await page.fill('#herd-per-slot', '0');
+      await page.waitForSelector('#herd[data-state="invalid"]', { timeout: WAIT });
+      expect(await page.getAttribute('#herd-per-slot', 'aria-invalid')).toBe('true');
+      expect(await page.textContent('#herd-per-slot-error')).toBe(
+        'Calls the service answers per slot must be an integer from 1 to 2147483647, got 0.',
+      );
+      await page.fill('#herd-per-slot', '30');
+      await shown('herd');
+      expect(await page.getAttribute('#herd-per-slot', 'aria-invalid')).toBe('false');
+      expect(await page.textContent('#herd-per-slot-error')).toBe('');
+    },
+    WAIT * 2,
+  );
+
+  it(
+    'check: typing a stack changes its chart and its worst case; a wrong one says why',
+    async () => {
+      await page.click('#show-check');
+      await changes(
+        'check',
+        () =>
+          page.fill(
+            '#check-stack',
+            JSON.stringify({
+              layers: [
+                { name: 'a', attempts: 3 },
+                { name: 'b', attempts: 3, timeoutMs: 500 },
+              ],
+            }),
+          ),
+        'check-stack',
+      );
+      expect(await page.textContent('#check-summary')).toBe(
+        'The stack: in the worst case one user request makes 9 calls at the service and takes 4,500 ms.',
+      );
+      expect(new URL(page.url()).hash).toMatch(/^#view=check&stack=%7B/);
+      await page.fill('#check-stack', '{"layers": [{"name": "a", "atempts": 3}]}');
+      await page.waitForSelector('#check[data-state="invalid"]', { timeout: WAIT });
+      expect(await page.getAttribute('#check-stack', 'aria-invalid')).toBe('true');
+      expect(await page.textContent('#check-error')).toMatch(
+        /^Cannot check it: stack layers\[0\] has no field "atempts" \(did you mean "attempts"\?\)/,
+      );
+      expect(await page.locator('#check-chart svg').count()).toBe(0);
+    },
+    WAIT * 2,
+  );
+
+  it(
+    'a link brings back the same view: the herd and the check',
+    async () => {
+      await shown('herd');
+      await page.fill('#herd-clients', '700');
+      await page.selectOption('#herd-jitter', 'band');
+      await page.selectOption('#herd-pushback', 'fixed');
+      await page.press('#herd-cap-ms-slider', 'ArrowLeft');
+      await page.waitForFunction(() => location.hash.includes('cap-ms=2000'), null, {
+        timeout: WAIT,
+      });
+      const herd = await shown('herd');
+      const controls = () =>
+        page.$$eval('input, select, textarea', (els) =>
+          els.map((e) => [e.id, (e as HTMLInputElement).value]),
+        );
+      const values = await controls();
+      const link = page.url();
+      const again = await open(new URL(link).hash);
+      expect(await shown('herd', again)).toEqual(herd);
+      expect(
+        await again.$$eval('input, select, textarea', (els) =>
+          els.map((e) => [e.id, (e as HTMLInputElement).value]),
+        ),
+      ).toEqual(values);
+      expect(again.url()).toBe(link);
+      expect(herd.figures).toBe(expectedHerd(link));
+
+      const stack =
+        '{ "name": "two",\n  "layers": [ { "name": "x", "attempts": 2 }, { "name": "y", "attempts": 5 } ] }';
+      await page.click('#show-check');
+      await page.fill('#check-stack', stack);
+      await page.waitForFunction(
+        () => document.getElementById('check-summary')!.textContent!.startsWith('two:'),
+        null,
+        { timeout: WAIT },
+      );
+      const check = await shown('check');
+      const checkLink = page.url();
+      const third = await open(new URL(checkLink).hash);
+      expect(await shown('check', third)).toEqual(check);
+      expect(await third.inputValue('#check-stack')).toBe(stack);
+      expect(await third.isVisible('#herd')).toBe(false);
+    },
+    WAIT * 3,
+  );
+
+  it(
+    'the keyboard alone reaches every control, and every control has a name',
+    async () => {
+      await shown('herd');
+      const reached = async () => {
+        const ids = new Set<string>();
+        // Twice round the page at most: each Tab moves to the next control.
+        for (let i = 0; i < 60; i++) {
+          await page.keyboard.press('Tab');
+          const id = await page.evaluate(() => document.activeElement?.id ?? '');
+          if (id !== '') ids.add(id);
+        }
+        return ids;
+      };
+      const visibleControls = () =>
+        page.$$eval('button, input, select, textarea', (els) =>
+          els.filter((e) => (e as HTMLElement).offsetParent !== null).map((e) => e.id),
+        );
+      const herdControls = await visibleControls();
+      expect(herdControls.length).toBe(2 + 5 * 2 + 1 + 2); // views, sliders and fields, seed, choices
+      expect([...(await reached())].sort()).toEqual(expect.arrayContaining(herdControls.sort()));
+      // The check view, opened from the keyboard.
+      await page.focus('#show-check');
+      await page.keyboard.press('Enter');
+      await shown('check');
+      const checkControls = await visibleControls();
+      expect(checkControls.sort()).toEqual(['check-stack', 'show-check', 'show-herd']);
+      expect([...(await reached())]).toEqual(expect.arrayContaining(checkControls));
+      // Every control's accessible name: a <label for>, or an aria-label, or its text.
+      const unnamed = await page.$$eval('button, input, select, textarea', (els) =>
+        els
+          .filter((e) => {
+            const c = e as HTMLInputElement;
+            const label = Array.from(c.labels ?? [], (l) => l.textContent).join('');
+            return (
+              (
+                label +
+                (c.getAttribute('aria-label') ?? '') +
+                (c.type === 'submit' || c.tagName === 'BUTTON' ? c.textContent : '')
+              ).trim() === ''
+            );
+          })
+          .map((e) => e.id),
+      );
+      expect(unnamed).toEqual([]);
+    },
+    WAIT * 2,
+  );
+
+  it(
+    'keeps computing offline once loaded, and a run superseded by a new value never shows',
+    async () => {
+      await shown('herd');
+      await context!.setOffline(true);
+      // A long herd (the most clients, without jitter), superseded at once by a small one: the
+      // page ends the long run's worker and starts another, from the script it already has.
+      await page.selectOption('#herd-jitter', 'none');
+      await page.fill('#herd-clients', '100000');
+      await page.fill('#herd-clients', '300');
+      await page.waitForFunction(
+        () =>
+          document.getElementById('herd')!.dataset.state === 'done' &&
+          location.hash.includes('clients=300&'),
+        null,
+        { timeout: WAIT },
+      );
+      expect((await shown('herd')).figures).toBe(expectedHerd(page.url()));
+      await changes('herd', () => page.fill('#herd-seed', '9'), 'offline');
+    },
+    WAIT * 2,
+  );
 });

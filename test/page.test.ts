@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { answer, checkView, herdView } from '../src/page/compute.js';
+import { answer, checkView, HERD_MAX_POINTS, herdView } from '../src/page/compute.js';
 import {
   checkHerd,
   DEFAULT_STACK,
@@ -17,6 +17,7 @@ import {
   readHash,
   writeHash,
 } from '../src/page/state.js';
+import { renderChartSvg } from '../src/sim/plot.js';
 import { root, runCli } from './helpers/cli.js';
 
 const DEFAULT_HERD: HerdParams = {
@@ -113,6 +114,31 @@ describe("the page's worker", () => {
     expect(view.svg.match(/<g class="chart"/g)).toHaveLength(2);
     expect(view.svg).toContain('jitter none: 81,000 calls, busiest 1,975, 376.21 s');
     expect(view.svg.match(/data-series="failed"/g)?.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it("thins a long herd's lines to the busiest slot of each stretch, and still draws them", () => {
+    const view = herdView({ ...DEFAULT_HERD, clients: 20_000, jitter: 'none' });
+    const run = view.runs[0];
+    expect(run.slots).toBeGreaterThan(HERD_MAX_POINTS);
+    expect(run.slotsPerPoint).toBeGreaterThan(1);
+    expect(run.offered).toHaveLength(Math.ceil(run.slots / run.slotsPerPoint));
+    // The first point holds slot 0, where every client calls; the busiest later slot is kept too.
+    expect(run.offered[0]).toBe(20_000);
+    expect(Math.max(...run.offered.slice(1))).toBe(run.figures.busiestSlot);
+    expect(view.svg).toContain(`busiest of ${run.slotsPerPoint}`);
+  });
+
+  it('draws a line of a million points (Math.min(...x) overflowed the stack of a Web Worker)', () => {
+    const x = Array.from({ length: 1_000_000 }, (_, i) => i);
+    const svg = renderChartSvg({
+      kind: 'line',
+      title: 'long',
+      xLabel: 'x',
+      yLabel: 'y',
+      x,
+      lines: [{ label: 'a', y: x.map((v) => v % 7) }],
+    });
+    expect(svg).toContain('<polyline class="series"');
   });
 
   it('compares full jitter with none when none is chosen', () => {

@@ -14,13 +14,25 @@ export interface HerdFigures {
   readonly doneAfterSeconds: number;
 }
 
-/** One herd run: its jitter, its figures, and its calls slot by slot. */
+/**
+ * One herd run: its jitter, its figures, and its calls slot by slot. A long herd's slots are
+ * gathered `slotsPerPoint` to a point, each point the busiest of its slots (as the chart's own
+ * thinning keeps each stretch's highest point), so a herd that lasts hours stays a small message.
+ */
 export interface HerdRun {
   readonly jitter: HerdJitter;
   readonly figures: HerdFigures;
+  readonly slotsPerPoint: number;
+  /** The most calls in one slot of each point: all, served and failed. */
+  readonly offered: readonly number[];
   readonly served: readonly number[];
   readonly failed: readonly number[];
+  /** Slots from the first to the last that had calls. */
+  readonly slots: number;
 }
+
+/** Most points a herd's line keeps. */
+export const HERD_MAX_POINTS = 65_536;
 
 /** The herd view: no jitter beside the chosen one (full if none was chosen), as `--plot` draws. */
 export interface HerdView {
@@ -64,19 +76,34 @@ export function herdPair(jitter: HerdJitter): [HerdJitter, HerdJitter] {
 
 /** One run of the herd, its figures and its timeline together (the CLI makes them in two runs). */
 export function herdRun(params: HerdParams, jitter: HerdJitter): HerdRun {
-  const served: number[] = [];
-  const failed: number[] = [];
+  let offered: number[] = [];
+  let served: number[] = [];
+  let failed: number[] = [];
+  let slotsPerPoint = 1;
+  let slots = 0;
+  const halve = (xs: number[]) =>
+    Array.from({ length: Math.ceil(xs.length / 2) }, (_, i) =>
+      Math.max(xs[2 * i]!, xs[2 * i + 1] ?? 0),
+    );
   const result = runHerd({
     ...params,
     jitter,
     onSlot: (ms, servedInSlot, failedInSlot) => {
       const slot = ms / params.slotMs;
-      while (served.length <= slot) {
+      slots = slot + 1;
+      while (Math.floor(slot / slotsPerPoint) >= HERD_MAX_POINTS) {
+        slotsPerPoint *= 2;
+        [offered, served, failed] = [halve(offered), halve(served), halve(failed)];
+      }
+      const i = Math.floor(slot / slotsPerPoint);
+      while (offered.length <= i) {
+        offered.push(0);
         served.push(0);
         failed.push(0);
       }
-      served[slot] = servedInSlot;
-      failed[slot] = failedInSlot;
+      offered[i] = Math.max(offered[i]!, servedInSlot + failedInSlot);
+      served[i] = Math.max(served[i]!, servedInSlot);
+      failed[i] = Math.max(failed[i]!, failedInSlot);
     },
   });
   return {
@@ -86,26 +113,30 @@ export function herdRun(params: HerdParams, jitter: HerdJitter): HerdRun {
       busiestSlot: result.busiestSlot,
       doneAfterSeconds: result.doneAfterSeconds,
     },
+    slotsPerPoint,
+    offered,
     served,
     failed,
+    slots,
   };
 }
 
 /** The chart of one run, as `stormproof sim herd --plot` draws it. */
 export function herdChart(run: HerdRun, slotMs: number): LineChart {
-  const x = run.served.map((_, i) => (i * slotMs) / 1000);
-  const offered = run.served.map((s, i) => s + run.failed[i]!);
-  let busiest = 0;
-  for (let i = 1; i < offered.length; i++) busiest = Math.max(busiest, offered[i]!);
-  const done = (offered.length * slotMs) / 1000;
+  const x = run.offered.map((_, i) => (i * run.slotsPerPoint * slotMs) / 1000);
+  const done = (run.slots * slotMs) / 1000;
+  const f = run.figures;
   return {
     kind: 'line',
-    title: `jitter ${run.jitter}: ${formatValue(run.figures.calls)} calls, busiest ${formatValue(busiest)}, ${formatValue(done)} s`,
+    title: `jitter ${run.jitter}: ${formatValue(f.calls)} calls, busiest ${formatValue(f.busiestSlot)}, ${formatValue(done)} s`,
     xLabel: 'seconds since every client failed',
-    yLabel: `calls per ${slotMs} ms slot`,
+    yLabel:
+      run.slotsPerPoint === 1
+        ? `calls per ${slotMs} ms slot`
+        : `calls per ${slotMs} ms slot (busiest of ${formatValue(run.slotsPerPoint)})`,
     x,
     lines: [
-      { label: 'offered', y: offered },
+      { label: 'offered', y: run.offered },
       { label: 'succeeded', y: run.served },
       { label: 'failed', y: run.failed },
     ],

@@ -449,9 +449,16 @@ function lineChartBody(chart: LineChart, frame: Frame, top: number): string {
   const plotLeft = MARGIN.left;
   const plotRight = width - MARGIN.right;
   const plotBottom = height - MARGIN.bottom;
-  const finiteX = xs.filter(Number.isFinite);
-  let xMin = finiteX.length > 0 ? Math.min(...finiteX) : 0;
-  let xMax = finiteX.length > 0 ? Math.max(...finiteX) : 1;
+  // A loop, not Math.min(...xs): spreading a long series (a herd's 100,000 slots) overflows the
+  // stack of a browser's Web Worker.
+  let xMin = Number.POSITIVE_INFINITY;
+  let xMax = Number.NEGATIVE_INFINITY;
+  for (const v of xs) {
+    if (!Number.isFinite(v)) continue;
+    if (v < xMin) xMin = v;
+    if (v > xMax) xMax = v;
+  }
+  if (xMin > xMax) [xMin, xMax] = [0, 1];
   for (const band of chart.bands ?? []) {
     xMin = Math.min(xMin, band.from);
     xMax = Math.max(xMax, band.to);
