@@ -4,8 +4,9 @@
 // for a state of the page, never for time. Screenshots of each view go to reports/.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync } from 'node:fs';
-import { request } from 'node:http';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -88,22 +89,16 @@ function raw(
 }
 
 let server: Served | undefined;
-/** The first test starts it; the page's tests open it. */
-const origin = () => {
-  expect(server, 'lab --serve did not start (see the first test)').toBeDefined();
-  return server!.origin;
-};
+const origin = () => server!.origin;
 
-beforeAll(() => {
+beforeAll(async () => {
   // The page as `npm run build` makes it: the global setup builds only what tsc builds.
   execFileSync(
     process.execPath,
     ['node_modules/vite/bin/vite.js', 'build', '--config', 'src/page/vite.config.ts'],
-    {
-      cwd: root,
-      stdio: 'inherit',
-    },
+    { cwd: root, stdio: 'inherit' },
   );
+  server = await serve();
 }, 60_000);
 
 afterAll(async () => {
@@ -112,11 +107,10 @@ afterAll(async () => {
 
 describe('stormproof lab --serve', () => {
   it('serves the built page on 127.0.0.1 with its script and stylesheet', async () => {
-    server = await serve();
-    expect(server.stdout).toMatch(
+    expect(server!.stdout).toMatch(
       /^The storm lab's page: http:\/\/127\.0\.0\.1:\d+\/ \(Ctrl-C stops it\)\n$/,
     );
-    const page = await fetch(`${server.origin}/`);
+    const page = await fetch(`${origin()}/`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
     expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
@@ -128,7 +122,7 @@ describe('stormproof lab --serve', () => {
       'assets/index.css',
     ]);
     for (const asset of assets) {
-      const res = await fetch(`${server.origin}/${asset}`);
+      const res = await fetch(`${origin()}/${asset}`);
       expect(res.status, asset).toBe(200);
       expect(res.headers.get('content-type'), asset).toMatch(/^text\/(javascript|css)/);
       // Nothing is loaded from elsewhere: no absolute URL of another origin in the page's files.
@@ -507,6 +501,47 @@ describe('the page in Chromium', () => {
           .map((e) => e.id),
       );
       expect(unnamed).toEqual([]);
+    },
+    WAIT * 2,
+  );
+
+  it(
+    'the static build works from a folder of another server (npm run build:page, hosted anywhere)',
+    async () => {
+      // A plain static server that knows nothing of the page, with the page under a sub-path.
+      const PREFIX = '/docs/storm-lab/';
+      const types: Record<string, string> = {
+        html: 'text/html',
+        js: 'text/javascript',
+        css: 'text/css',
+      };
+      const host = createServer((req, res) => {
+        const path = new URL(req.url!, 'http://x').pathname;
+        const name = path === PREFIX ? 'index.html' : path.slice(PREFIX.length);
+        if (!path.startsWith(PREFIX) || name.includes('..')) return void res.writeHead(404).end();
+        try {
+          const body = readFileSync(join(root, 'dist/page', name));
+          res.writeHead(200, { 'content-type': types[name.split('.').pop()!] ?? 'text/plain' });
+          res.end(body);
+        } catch {
+          res.writeHead(404).end();
+        }
+      });
+      await new Promise<void>((done) => host.listen(0, '127.0.0.1', done));
+      try {
+        const port = (host.address() as AddressInfo).port;
+        const hosted = await context!.newPage();
+        hosted.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+        hosted.on('console', (m) => {
+          if (m.type() === 'error') problems.push(`error: ${m.text()}`);
+        });
+        await hosted.goto(`http://127.0.0.1:${port}${PREFIX}#view=herd&clients=300&jitter=equal`);
+        const herd = await shown('herd', hosted);
+        expect(herd.figures).toBe(expectedHerd(hosted.url()));
+      } finally {
+        host.closeAllConnections();
+        await new Promise((done) => host.close(done));
+      }
     },
     WAIT * 2,
   );
