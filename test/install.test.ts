@@ -109,6 +109,8 @@ describe('installing without the registry', () => {
           'dist/fetch/index.js',
           'dist/sim/index.js',
           'dist/cli/main.js',
+          // The storm lab's page, which `stormproof lab --serve` serves.
+          'dist/page/index.html',
           'package.json',
         ]),
       );
