@@ -327,6 +327,25 @@ for (const lateMs of [0, 3]) {
       expect(events.filter((e) => e.hedges?.sent === 1).length).toBe(2);
     });
 
+    it('keeps hedges within maxExtraLoad of attempts over time (a window of them in hand at first)', async () => {
+      const clock = new ManualClock({ lateMs });
+      let sent = 0;
+      const policy = createRetryPolicy({
+        clock,
+        budget: false,
+        hedge: { delayMs: 10, maxExtraLoad: 0.1 },
+        onSuccess: (e) => {
+          sent += e.hedges?.sent ?? 0;
+        },
+      });
+      // Every first copy is slow (every attempt is due a hedge), and every hedge wins.
+      const slowFirst = (ctx: AttemptContext) => answerAfter(clock, ctx.hedge === 0 ? 50 : 1, 'ok');
+      for (let i = 0; i < 400; i++) await settle(clock, policy.retry(slowFirst));
+      // 102.4 in hand (0.1 x the 1,024-attempt window), then 0.1 earned per attempt.
+      expect(sent).toBeGreaterThanOrEqual(141);
+      expect(sent).toBeLessThanOrEqual(143);
+    });
+
     it('does not hedge a one-off retry() without a fixed delay (no history)', async () => {
       const clock = new ManualClock({ lateMs });
       let calls = 0;

@@ -6,6 +6,7 @@
 // attempt that succeeded or failed, and its retries, waits and deadline are the same with or
 // without hedges. An attempt's copies fail together: only when every copy sent has failed.
 import type { CircuitBreaker } from './breaker/breaker.js';
+import type { Budget } from './budgets/budget.js';
 import { classify } from './classify.js';
 import type { AttemptContext, ResolvedPolicy } from './options.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject } from './validate.js';
@@ -23,7 +24,8 @@ export interface HedgeOptions {
   maxHedges?: number | undefined;
   /**
    * The extra load hedging may add, as a share of attempts: the hedge goes out after the
-   * latency that this share of recent successful attempts exceeded (0.05: the p95). Dean and
+   * latency that this share of recent successful attempts exceeded (0.05: the p95), each timed
+   * from its first copy (an attempt a hedge won counts as slower than the delay). Dean and
    * Barroso's hedge after the p95 added about 5 % load.
    * @default 0.05
    * @example
@@ -55,7 +57,13 @@ export interface HedgeOptions {
 }
 
 /** Why a hedge was not sent. */
-export type HedgeRefusal = 'budget' | 'pushback' | 'breaker' | 'not-winning' | 'learning';
+export type HedgeRefusal =
+  | 'budget'
+  | 'extra-load'
+  | 'pushback'
+  | 'breaker'
+  | 'not-winning'
+  | 'learning';
 
 /** What hedging did in one call. */
 export interface HedgeReport {
@@ -71,10 +79,14 @@ export interface HedgeReport {
 
 const HEDGE_KEYS = ['maxHedges', 'maxExtraLoad', 'delayMs', 'minDelayMs'];
 /** Latencies kept, successful attempts learned from before the first learned hedge. */
-const WINDOW = 256;
+const WINDOW = 1024;
 const MIN_SAMPLES = 20;
+/** Hedges earned and not spent are kept for this many windows of attempts. */
+const ALLOWANCE_WINDOWS = 4;
+/** The delay is the latency this share of `maxExtraLoad` of attempts exceeded. */
+const QUANTILE_MARGIN = 0.8;
 /** The learned delay is recomputed every this many samples (a sort of the window). */
-const RECOMPUTE_EVERY = 16;
+const RECOMPUTE_EVERY = 32;
 /** Hedges judged for "still winning", and how many of them must have won. */
 const OUTCOMES = 16;
 const MIN_WINS = 2;
@@ -109,6 +121,8 @@ export class Hedging {
   private judged = 0;
   private probeCountdown = PROBE_EVERY;
   private pausedUntil = Number.NEGATIVE_INFINITY;
+  /** Hedges that may go now; a fresh policy starts with one window's worth. */
+  private allowance: number;
 
   constructor(owner: string, input: unknown) {
     const o = checkOptionsObject(`${owner} hedge`, input);
@@ -129,6 +143,7 @@ export class Hedging {
       o.delayMs === undefined
         ? undefined
         : checkNumber(owner, 'hedge.delayMs', o.delayMs, { min: 0, max: 2 ** 31 - 1 });
+    this.allowance = this.maxExtraLoad * WINDOW;
     this.minDelayMs =
       o.minDelayMs === undefined
         ? 10
@@ -140,14 +155,17 @@ export class Hedging {
     return this.fixedDelayMs ?? this.learnedMs;
   }
 
-  /** A successful copy's latency, in ms. */
+  /** A successful attempt's latency from its first copy, in ms. */
   learn(latencyMs: number): void {
     if (this.fixedDelayMs !== undefined) return;
     this.latencies[this.samples % WINDOW] = latencyMs;
     this.samples++;
     if (this.samples >= MIN_SAMPLES && (this.samples - MIN_SAMPLES) % RECOMPUTE_EVERY === 0) {
       const seen = this.latencies.slice(0, Math.min(this.samples, WINDOW)).sort();
-      const q = seen[Math.min(seen.length - 1, Math.floor((1 - this.maxExtraLoad) * seen.length))]!;
+      // A fifth below the cap: the estimate lags a changing latency, and hedges due beyond the
+      // allowance would be refused at random, the slowest attempts among them.
+      const share = QUANTILE_MARGIN * this.maxExtraLoad;
+      const q = seen[Math.min(seen.length - 1, Math.floor((1 - share) * seen.length))]!;
       this.learnedMs = Math.max(this.minDelayMs, q);
     }
   }
@@ -163,14 +181,36 @@ export class Hedging {
     this.pausedUntil = Math.max(this.pausedUntil, nowMs + (waitMs ?? PUSHBACK_PAUSE_MS));
   }
 
-  /** Why a due hedge must not go now, or undefined when it may (the budget is asked last). */
-  refusal(nowMs: number, breaker: CircuitBreaker | undefined): HedgeRefusal | undefined {
+  /** An attempt started: it earns hedging `maxExtraLoad` of one hedge. */
+  started(): void {
+    // Each attempt earns `maxExtraLoad` of a hedge, kept for four latency windows of attempts:
+    // over time hedges stay within that share of attempts (Finagle's BackupRequestFilter caps
+    // them with a budget of the same share), and a burst of slow attempts is still covered.
+    this.allowance = Math.min(
+      ALLOWANCE_WINDOWS * this.maxExtraLoad * WINDOW,
+      this.allowance + this.maxExtraLoad,
+    );
+  }
+
+  /**
+   * A hedge is due: undefined when it may go (and it is paid for, from the allowance and the
+   * retry budget), or why not. The budget is asked last, so a refusal for another reason
+   * spends nothing.
+   */
+  decide(
+    nowMs: number,
+    breaker: CircuitBreaker | undefined,
+    budget: Budget | undefined,
+  ): HedgeRefusal | undefined {
     if (nowMs < this.pausedUntil) return 'pushback';
     if (breaker !== undefined && breaker.state !== 'closed') return 'breaker';
     if (this.judged >= OUTCOMES && popCount(this.outcomes) < MIN_WINS) {
       if (--this.probeCountdown > 0) return 'not-winning';
       this.probeCountdown = PROBE_EVERY;
     }
+    if (this.allowance < 1) return 'extra-load';
+    if (budget !== undefined && !budget.tryRetry(nowMs)) return 'budget';
+    this.allowance -= 1;
     return undefined;
   }
 }
@@ -313,8 +353,9 @@ export function runHedged<T>(
         return;
       }
       finish();
-      const now = clock.now();
-      hedging.learn(now - copy.startedAt);
+      // The attempt's time from its first copy: what it would have taken without hedging, or,
+      // when a hedge won, a bound above the delay, which is all a quantile near it needs.
+      hedging.learn(clock.now() - copies[0]!.startedAt);
       if (copies.length > 1) {
         hedging.judge(copy.hedge > 0);
         if (copy.hedge > 0) counts.won++;
@@ -354,10 +395,7 @@ export function runHedged<T>(
       }
       clock.sleep(delayMs, timer.signal).then(() => {
         if (settled) return;
-        const now = clock.now();
-        const refusal =
-          hedging.refusal(now, breaker) ??
-          (policy.budget !== undefined && !policy.budget.tryRetry(now) ? 'budget' : undefined);
+        const refusal = hedging.decide(clock.now(), breaker, policy.budget);
         if (refusal !== undefined) {
           counts.refused[refusal] = (counts.refused[refusal] ?? 0) + 1;
           return;
@@ -368,6 +406,7 @@ export function runHedged<T>(
       }, noop);
     };
 
+    hedging.started();
     start(0);
     if (!settled) schedule(1);
   });

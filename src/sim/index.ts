@@ -32,6 +32,7 @@ export {
   type StackLayerReport,
   type StackReport,
 } from './check.js';
+export { type HedgeSimOptions, type HedgeSimResult, runHedgeSim } from './hedge.js';
 export { type HerdJitter, type HerdOptions, type HerdResult, runHerd } from './herd.js';
 export {
   type HerdClient,
