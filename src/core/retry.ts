@@ -58,6 +58,35 @@ export interface ResultCheck<T> {
 
 const noop = () => {};
 
+/** The stack of whoever called into the engine, without the engine's own frames. */
+function callerStackOf(): string | undefined {
+  const holder: { stack?: string | undefined } = {};
+  const capture = (Error as { captureStackTrace?: (o: object, above: unknown) => void })
+    .captureStackTrace;
+  if (capture !== undefined) capture(holder, execute);
+  else holder.stack = new Error().stack;
+  const stack = holder.stack;
+  if (typeof stack !== 'string') return undefined;
+  // Drop the first line ("Error"): the frames follow.
+  const frames = stack.slice(stack.indexOf('\n') + 1);
+  return frames === '' ? undefined : frames;
+}
+
+/** Errors whose stack already has a caller's section (a nested call's). */
+const withCallerStack = new WeakSet<object>();
+
+function appendCallerStack(error: unknown, frames: string): void {
+  if (!(error instanceof Error) || withCallerStack.has(error)) return;
+  const stack = error.stack;
+  if (typeof stack !== 'string') return;
+  try {
+    error.stack = `${stack}\n    at stormproof retry, called from:\n${frames}`;
+    withCallerStack.add(error);
+  } catch {
+    // A frozen error keeps its stack.
+  }
+}
+
 /** Calls a hook so that nothing it does (throw, reject) can reach the caller. */
 function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
   if (hook === undefined) return;
@@ -167,6 +196,8 @@ class Call<T> implements Deadline, AbortWatcher {
   private waitStartedAt = 0;
   /** What hedging did, when the policy hedges this call. */
   private readonly hedges: HedgeCounts | undefined;
+  /** The caller's stack, with `callerStack`. */
+  private readonly callerStack: string | undefined;
   private readonly resolve: (value: T) => void;
   private readonly reject: (reason: unknown) => void;
   readonly promise: Promise<T>;
@@ -189,6 +220,7 @@ class Call<T> implements Deadline, AbortWatcher {
     this.breaker = call?.breaker ?? policy.breaker;
     const signal = call?.signal;
     if (signal !== undefined) watchAbort(signal, this);
+    if (policy.callerStack) this.callerStack = callerStackOf();
     // A call that must not be repeated is not sent twice at once either.
     if (policy.hedge !== undefined && unrepeatable === undefined) this.hedges = hedgeCounts();
     this.runAttempt(1);
@@ -544,6 +576,7 @@ class Call<T> implements Deadline, AbortWatcher {
       ...(this.hedges === undefined ? {} : { hedges: hedgeReport(this.hedges) }),
     };
     setReport(error, report);
+    if (this.callerStack !== undefined) appendCallerStack(error, this.callerStack);
     if (this.policy.onGiveUp !== undefined || this.call?.onGiveUp !== undefined) {
       emitGiveUp(this.policy, this.call, { ...report, error });
     }
