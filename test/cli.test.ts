@@ -6,7 +6,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { placeOf } from '../src/cli/jobs.js';
 import { ProgressBar, renderBar } from '../src/cli/progress.js';
+import { HERD_AUTO_EXACT_MAX, type Job } from '../src/cli/runners.js';
+import { HERD_EXACT_MAX_CLIENTS, HERD_EXACT_MAX_CLIENTS_NO_JITTER } from '../src/sim/herd.js';
 import { runCli as cli, root } from './helpers/cli.js';
 import { CLIENT_LIBRARY_LAYER } from './helpers/fixtures.js';
 
@@ -571,6 +574,91 @@ describe.concurrent('help, version, progress and Ctrl-C', () => {
     expect(r.stdout).toBe('');
     expect(r.stderr.endsWith('\r\x1b[Kstormproof: interrupted\n')).toBe(true);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe.concurrent('small runs in this thread, long ones in workers (issue 19)', () => {
+  const COMMANDS = [
+    ['sim', 'herd', '--jitter', 'none', '--json'],
+    ['sim', 'herd', '--json'],
+    ['sim', 'herd', '--clients', '30000', '--mode', 'counted', '--json'],
+    ['sim', 'herd', '--jitter', 'band', '--pushback', 'spread', '--clients', '300'],
+    ['sim', 'budget', '--requests', '200', '--json'],
+    ['sim', 'brooker', '--runs', '3', '--json'],
+    ['sim', 'layers', '--layers', '4', '--attempts', '3'],
+    ['sim', 'timers', '--devices', '1000', '--json'],
+    ['sim', 'storm', ...SMALL_STORM, '--json'],
+  ];
+
+  it.each(COMMANDS.map((args) => [args.join(' '), args]))(
+    'the same output either way: %s',
+    async (_, args) => {
+      const [here, workers] = await Promise.all([
+        cli(args, undefined, { env: { STORMPROOF_WORKERS: 'never' } }),
+        cli(args, undefined, { env: { STORMPROOF_WORKERS: 'always' } }),
+      ]);
+      expect(here.code, here.stderr).toBe(0);
+      expect(here.stderr).toBe('');
+      expect(workers).toEqual(here);
+    },
+  );
+
+  it('decides by a cost estimate from the options, never by timing', () => {
+    const here = (runner: Job['runner'], options: Record<string, unknown>) =>
+      placeOf([{ runner, options }], 'auto');
+    expect(process.env.STORMPROOF_WORKERS).toBeUndefined();
+    expect(here('herd', { clients: 2000, jitter: 'none', mode: 'auto' })).toBe('here');
+    expect(here('herd', { clients: 2000, jitter: 'full' })).toBe('here');
+    expect(here('herd', { clients: 1_000_000_000, jitter: 'none' })).toBe('workers');
+    expect(here('herd', { clients: 10_000, jitter: 'none', pushback: 'fixed' })).toBe('workers');
+    expect(here('herd', { clients: 100_000, jitter: 'full' })).toBe('workers');
+    expect(here('brooker', { runs: 3 })).toBe('here');
+    expect(here('brooker', { runs: 1_000_000 })).toBe('workers');
+    expect(here('storm', {})).toBe('workers');
+    expect(here('limits', { contender: 'knee' })).toBe('workers');
+    // The costs add up: many small runs together go to workers.
+    const small: Job = { runner: 'budget', options: { requests: 1000 } };
+    expect(placeOf([small], 'auto')).toBe('here');
+    expect(placeOf([small, small, small], 'auto')).toBe('workers');
+    // The estimate follows runHerd's own choice of mode.
+    expect(HERD_AUTO_EXACT_MAX).toEqual({
+      jitter: HERD_EXACT_MAX_CLIENTS,
+      noJitter: HERD_EXACT_MAX_CLIENTS_NO_JITTER,
+    });
+  });
+
+  it('a model refusing a value fails the same way either way', async () => {
+    const args = ['sim', 'herd', '--mode', 'counted', '--slot-ms', '1', '--cap-ms', '86400000'];
+    const [here, workers] = await Promise.all([
+      cli(args, undefined, { env: { STORMPROOF_WORKERS: 'never' } }),
+      cli(args, undefined, { env: { STORMPROOF_WORKERS: 'always' } }),
+    ]);
+    expect(here.code).toBe(2);
+    expect(here.stderr).toMatch(/^stormproof: runHerd mode 'counted' needs capMs/);
+    expect(workers).toEqual(here);
+  });
+
+  it('sim herd loads the herd and nothing else: no worker, no storm, map, lab or server code', async () => {
+    // A loader hook that names every module loaded, on stderr.
+    const hook = `data:text/javascript,export async function load(u,c,n){if(u.startsWith("file:"))process.stderr.write("loaded "+u+"\\n");return n(u,c)}`;
+    const register = `data:text/javascript,import{register}from"node:module";register(${JSON.stringify(hook)})`;
+    const r = await cli(['sim', 'herd', '--jitter', 'none', '--json'], undefined, {
+      nodeArgs: ['--import', register],
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      calls: 81000,
+      busiestSlot: 1975,
+      doneAfterSeconds: 376.21,
+    });
+    const loaded = [...r.stderr.matchAll(/^loaded file:\/\/.*\/dist\/(.*)$/gm)].map((m) => m[1]);
+    expect(loaded).toContain('sim/herd.js');
+    const unwanted = loaded.filter((file) =>
+      /^(cli\/(worker|map|live|serve|storm-server|scenarios\/(?!herd))|sim\/(storm|map|limits|brooker|layers|timers|budget)|lab\/|server\/(?!pushback))/.test(
+        file!,
+      ),
+    );
+    expect(unwanted).toEqual([]);
   });
 });
 

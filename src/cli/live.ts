@@ -6,7 +6,7 @@ import { type LineChart, type Report, renderReportHtml, renderReportSvg } from '
 import { type OptionSpec, optionsHelp, parse } from './args.js';
 import { JSON_OPTION, num, table, writeWhole } from './output.js';
 import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
-import { STORM_MODEL_OPTIONS } from './scenarios.js';
+import { STORM_MODEL_OPTIONS } from './scenarios/storm.js';
 
 /** What the live lab needs from the program: output streams and Ctrl-C. */
 export interface LiveIo {

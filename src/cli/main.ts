@@ -1,30 +1,21 @@
 #!/usr/bin/env node
 // The `stormproof` program: the storm lab (`lab`), its scenarios (`sim <name>`) and the stack
-// checker (`check <file>`). Models run in worker threads on virtual time; this thread parses the
-// options, draws the progress bar, prints the figures and writes the charts.
+// checker (`check <file>`). Models run on virtual time, long runs in worker threads; this thread
+// parses the options, draws the progress bar, prints the figures and writes the charts. Each
+// command imports its own modules when it runs (`import()`), so that a small run starts as fast
+// as node itself: `sim herd` loads the herd and none of the storm, map, lab or server code.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { checkStack, type StackReport } from '../sim/check.js';
-import { MAX_BOTTOM_CALLS } from '../sim/layers.js';
-import { type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
+import type { StackReport } from '../sim/check.js';
+import type { Report } from '../sim/plot.js';
 import type { StormResult } from '../sim/storm.js';
 import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError, runJobs } from './jobs.js';
-import { liveLab } from './live.js';
-import { mapCommand } from './map.js';
 import { duration, JSON_OPTION, num, table, writeWhole } from './output.js';
 import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
 import type { Job } from './runners.js';
-import {
-  SCENARIOS,
-  STORM_MODEL_OPTIONS,
-  stormFigures,
-  stormReport,
-  stormTable,
-  type Values,
-} from './scenarios.js';
-import { serveLab } from './serve.js';
-import { labKey, labSetups } from './storm-server.js';
+import type { Values } from './scenario.js';
+import { SCENARIOS } from './scenarios.js';
 
 /** Exit codes. */
 const OK = 0;
@@ -40,7 +31,7 @@ const PLOT: OptionSpec = {
   help: 'write charts to FILE: a self-contained .html page or an .svg picture',
   defaultHelp: 'no chart',
 };
-const LAB_OPTIONS: readonly OptionSpec[] = [
+const labOptions = (stormModelOptions: readonly OptionSpec[]): readonly OptionSpec[] => [
   {
     flag: 'out',
     key: 'out',
@@ -55,7 +46,7 @@ const LAB_OPTIONS: readonly OptionSpec[] = [
     defaultHelp: 'the file of --out',
     help: "the same as --out: the report is the lab's chart",
   },
-  ...STORM_MODEL_OPTIONS.map((spec) =>
+  ...stormModelOptions.map((spec) =>
     spec.flag === 'manual-recovery'
       ? { ...spec, help: "also run naive with the on-call engineer's manual recovery" }
       : spec,
@@ -73,7 +64,7 @@ const CHECK_OPTIONS: readonly OptionSpec[] = [
 ];
 
 function mainHelp(): string {
-  const scenarios = [...SCENARIOS.values()].map((s) => [`  ${s.name}`, s.summary]);
+  const scenarios = [...SCENARIOS].map(([name, s]) => [`  ${name}`, s.summary]);
   const width = Math.max(...scenarios.map(([n]) => n!.length)) + 3;
   return `stormproof: retries that never become the outage. The storm lab and its tools.
 
@@ -129,7 +120,7 @@ async function main(argv: readonly string[], io: Io): Promise<number> {
     case 'check':
       return check(rest, io);
     case 'map':
-      return mapCommand(rest, io);
+      return (await import('./map.js')).mapCommand(rest, io);
     default:
       throw new UsageError(
         `stormproof: unknown command ${JSON.stringify(command)}; expected lab, sim, check or map (see stormproof --help)`,
@@ -164,7 +155,8 @@ function checkStormFlags(command: string, args: readonly string[], values: Value
  * The layers model makes every call at the bottom one by one: `--attempts` to the power
  * `--layers` must stay within its limit. Checked here, so the error names the flags.
  */
-function checkLayersFlags(command: string, values: Values): void {
+async function checkLayersFlags(command: string, values: Values): Promise<void> {
+  const { MAX_BOTTOM_CALLS } = await import('../sim/layers.js');
   const layers = values.layers as number;
   const attempts = values.attempts as number;
   if (values.retryAt !== 'all' || attempts ** layers <= MAX_BOTTOM_CALLS) return;
@@ -194,7 +186,8 @@ async function runWithProgress(
 }
 
 /** Writes a report to `file` as HTML or SVG, by its extension. */
-function writeReport(file: string, report: Report): string {
+async function writeReport(file: string, report: Report): Promise<string> {
+  const { renderReportHtml, renderReportSvg } = await import('../sim/plot.js');
   const text = /\.svg$/i.test(file) ? renderReportSvg(report) : renderReportHtml(report);
   writeWhole(file, text);
   return file;
@@ -211,23 +204,24 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
     io.out(text);
     return OK;
   }
-  const scenario = SCENARIOS.get(name);
-  if (scenario === undefined) {
+  const entry = SCENARIOS.get(name);
+  if (entry === undefined) {
     throw new UsageError(
       `stormproof sim: unknown scenario ${JSON.stringify(name)}; expected one of ${names}`,
     );
   }
   const command = `stormproof sim ${name}`;
+  const scenario = await entry.load();
   const specs = [...scenario.options, ...COMMON, PLOT];
   const parsed = parse(command, rest, specs);
   if (parsed.help) {
-    const summary = scenario.summary.charAt(0).toUpperCase() + scenario.summary.slice(1);
+    const summary = entry.summary.charAt(0).toUpperCase() + entry.summary.slice(1);
     io.out(`Usage: ${command} [options]\n\n${summary}.\n\nOptions:\n${optionsHelp(specs)}\n`);
     return OK;
   }
   const values = parsed.values;
   if (name === 'storm') checkStormFlags(command, rest, values);
-  if (name === 'layers') checkLayersFlags(command, values);
+  if (name === 'layers') await checkLayersFlags(command, values);
   const plot = values.plot as string | undefined;
   const results = await runWithProgress(
     command,
@@ -238,7 +232,7 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
   if (values.json === true) io.out(`${JSON.stringify(scenario.json(results, values))}\n`);
   else io.out(`${scenario.text(results, values)}\n`);
   if (plot !== undefined) {
-    writeReport(plot, scenario.report(results, values));
+    await writeReport(plot, scenario.report(results, values));
     io.err(`chart written to ${plot}\n`);
   }
   return OK;
@@ -251,14 +245,19 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
     if (args.includes('--live')) {
       throw new UsageError('stormproof lab: --serve and --live are two programs; give one of them');
     }
-    return serveLab(
+    return (await import('./serve.js')).serveLab(
       args.filter((arg) => arg !== '--serve'),
       io,
     );
   }
-  if (args.includes('--live')) return liveLab(withoutLive(args), io);
+  if (args.includes('--live')) return (await import('./live.js')).liveLab(withoutLive(args), io);
   const command = 'stormproof lab';
-  const parsed = parse(command, args, LAB_OPTIONS);
+  const { STORM_MODEL_OPTIONS, stormFigures, stormReport, stormTable } = await import(
+    './scenarios/storm.js'
+  );
+  const { labKey, labSetups } = await import('./storm-server.js');
+  const options = labOptions(STORM_MODEL_OPTIONS);
+  const parsed = parse(command, args, options);
   const { plot, out: outFlag } = parsed.values;
   if (plot !== undefined && args.some((arg) => /^--out(=|$)/.test(arg)) && plot !== outFlag) {
     throw new UsageError(
@@ -267,7 +266,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
   }
   if (parsed.help) {
     io.out(
-      `Usage: ${command} [options]\n\nThe storm lab: the weather API's 30 s database failover, naive retries versus stormproof,\neach also with its API servers protected (stormproof/server, or an all-or-nothing shedder),\nside by side. Prints a comparison and writes a self-contained report with the charts.\n\nOptions:\n${optionsHelp(LAB_OPTIONS)}\n`,
+      `Usage: ${command} [options]\n\nThe storm lab: the weather API's 30 s database failover, naive retries versus stormproof,\neach also with its API servers protected (stormproof/server, or an all-or-nothing shedder),\nside by side. Prints a comparison and writes a self-contained report with the charts.\n\nOptions:\n${optionsHelp(options)}\n`,
     );
     return OK;
   }
@@ -294,7 +293,7 @@ async function lab(args: readonly string[], io: Io): Promise<number> {
     io,
   )) as StormResult[];
   const out = String(values.plot ?? values.out);
-  writeReport(out, stormReport(runs, 'The storm lab: naive retries versus stormproof'));
+  await writeReport(out, stormReport(runs, 'The storm lab: naive retries versus stormproof'));
   if (values.json === true) {
     const figures = Object.fromEntries(runs.map((r) => [labKey(r), stormFigures(r)]));
     io.out(`${JSON.stringify({ ...figures, report: out })}\n`);
@@ -351,7 +350,7 @@ function checkText(file: string, report: StackReport): string {
   return `${lines.join('\n')}\n`;
 }
 
-function check(args: readonly string[], io: Io): number {
+async function check(args: readonly string[], io: Io): Promise<number> {
   const command = 'stormproof check';
   const parsed = parse(command, args, CHECK_OPTIONS, {
     min: 1,
@@ -380,6 +379,7 @@ function check(args: readonly string[], io: Io): number {
   } catch (error) {
     throw new UsageError(`${command}: ${file} is not valid JSON: ${(error as Error).message}`);
   }
+  const { checkStack } = await import('../sim/check.js');
   let report: StackReport;
   try {
     report = checkStack(stack);

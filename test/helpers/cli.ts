@@ -14,15 +14,20 @@ export interface Ran {
   stderr: string;
 }
 
-/** Runs the program; `onStderr` may act on the running child (to interrupt it). */
+/**
+ * Runs the program; `onStderr` may act on the running child (to interrupt it). `env` adds to the
+ * environment, `nodeArgs` go to node before the program.
+ */
 export function runCli(
   args: readonly string[],
   onStderr?: (text: string, child: ReturnType<typeof spawn>) => void,
+  { env, nodeArgs = [] }: { env?: NodeJS.ProcessEnv; nodeArgs?: readonly string[] } = {},
 ): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], {
+    const child = spawn(process.execPath, [...nodeArgs, MAIN, ...args], {
       cwd: root,
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
     });
     let stdout = '';
     let stderr = '';
