@@ -25,7 +25,7 @@ const TIMEOUT_MS = 20; // the simulated store's timeout, as createRedisBreakerSt
  * fail its calls at once (`'fails'`) or leave them unanswered until a timeout on the clock's own
  * timers (`'times out'`). Every store call each process starts is counted.
  */
-function fleet(lateMs: number, options: { syncMs?: number } = {}) {
+function fleet(lateMs: number, options: { consecutiveFailures?: number } = {}) {
   const clock = new ManualClock({ lateMs });
   const inner = createMemoryBreakerStore(clock);
   const counted = (calls: string[], link?: { mode: 'ok' | 'fails' | 'times out' }) => {
@@ -169,6 +169,66 @@ describe.each(CLOCKS)('a fleet on one memory store ($name)', ({ lateMs }) => {
     expect(roundTripsBefore).toBeLessThanOrEqual(callsBefore);
     expect(yCalls.length).toBeLessThanOrEqual(calls);
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+  });
+
+  it('a failure held back for the next call counts for nothing once the fleet has opened', async () => {
+    const { clock, x, y } = fleet(lateMs);
+    for (let i = 0; i < 5; i++) x.record(x.admit(), 'failure');
+    await clock.advance(0); // the fleet is open
+    // y's copy is stale: this call's admission asks the store, so its failure waits for the next
+    // call; the answer says the fleet is open, where a failure changes nothing.
+    const call = y.admit();
+    expect(call).toEqual({ admitted: true, probe: false });
+    y.record(call, 'failure');
+    await clock.advance(0);
+    expect(y.admit().admitted).toBe(false);
+    // The open period ends; x's probe succeeds and the fleet closes.
+    await clock.advance(2500);
+    x.admit();
+    await clock.advance(0);
+    const probe = x.admit();
+    expect(probe).toEqual({ admitted: true, probe: true });
+    x.record(probe, 'success');
+    await clock.advance(0);
+    // y follows within a few calls, and its old failure is not counted in the new period.
+    const answers: boolean[] = [];
+    for (let i = 0; i < 10; i++) {
+      const a = y.admit();
+      answers.push(a.admitted);
+      if (a.admitted) y.record(a, 'success');
+      await clock.advance(10);
+    }
+    expect(answers.slice(3)).toEqual(Array(7).fill(true));
+    for (let i = 0; i < 4; i++) x.record(x.admit(), 'failure');
+    await clock.advance(100);
+    x.record(x.admit(), 'success'); // a stale copy: brings the fleet's count
+    await clock.advance(0);
+    expect(x.toJSON().failures).toBe(0); // 4 failures then a success: no stale fifth
+    expect(y.state).toBe('closed');
+  });
+
+  it('a local trip whose failure was held back reaches the fleet with the next call', async () => {
+    const { clock, x, y, yCalls } = fleet(lateMs, { consecutiveFailures: 1 });
+    // y's admission refreshes its stale copy; its call fails and trips y, and that failure
+    // waits for the next call (this one has had its round trip).
+    const call = y.admit();
+    y.record(call, 'failure');
+    expect(y.state).toBe('open');
+    await clock.advance(0);
+    expect(yCalls).toEqual(['report']);
+    expect(y.admit().admitted).toBe(false); // the next call: refused, and it sends the failure
+    await clock.advance(0);
+    expect(yCalls).toEqual(['report', 'report']);
+    // The fleet has tripped: x sees it at its next call.
+    await clock.advance(50);
+    x.record(x.admit(), 'success');
+    await clock.advance(0);
+    expect(x.admit().admitted).toBe(false);
+    // And when y's open period ends it asks for the probe, which the fleet grants.
+    await clock.advance(2500);
+    y.admit();
+    await clock.advance(0);
+    expect(y.admit()).toEqual({ admitted: true, probe: true });
   });
 
   it('admission refreshes within the round-trip budget: never more than one per call', async () => {

@@ -161,6 +161,8 @@ export class CircuitBreaker {
       case 'isolated':
         return ISOLATED;
       case 'open': {
+        // Failures of a local trip held back by the one-round-trip-per-call rule go now.
+        if (this.#pendingFailures > 0 || this.#pendingReset) this.#flush(true);
         const now = this.#o.clock.now();
         if (now < this.#until) {
           return { admitted: false, retryAfterMs: Math.ceil(this.#until - now) };
@@ -365,9 +367,7 @@ export class CircuitBreaker {
 
   #control(action: 'isolate' | 'reset'): Promise<void> {
     if (this.#rules === undefined) return Promise.resolve();
-    this.#pendingReset = false;
-    this.#pendingFailures = 0;
-    this.#pendingSuccesses = 0;
+    this.#dropPending();
     return this.#o.store!.control(this.key, action).then((shared) => this.#adopt(shared));
   }
 
@@ -390,9 +390,7 @@ export class CircuitBreaker {
         if (!this.#storeUp) {
           // Back after an outage: the outcomes counted meanwhile were acted on locally and are
           // stale now; the fleet's state wins.
-          this.#pendingReset = false;
-          this.#pendingFailures = 0;
-          this.#pendingSuccesses = 0;
+          this.#dropPending();
           this.#storeUp = true;
           this.#tell({ type: 'available', key: this.key });
         }
@@ -425,11 +423,15 @@ export class CircuitBreaker {
         this.#failures = (this.#pendingReset ? 0 : shared.failures) + this.#pendingFailures;
         return;
       case 'isolated':
+        this.#dropPending();
         this.#move('isolated');
         return;
       case 'half-open':
+        this.#dropPending();
         if (this.#lease !== undefined) return; // the probe out is ours
         break;
+      default:
+        this.#dropPending();
     }
     // Open, or someone else's probe is out: refuse until the fleet says a probe may go. A probe
     // may close the key long before its lease ends, so ask again after `syncMs` at most.
@@ -444,6 +446,16 @@ export class CircuitBreaker {
     }
     this.#probesOut = 0;
     this.#move('open');
+  }
+
+  /**
+   * Forgets the outcomes not yet reported: the fleet is not closed, so the store would ignore
+   * them, and they must not count against its next closed period.
+   */
+  #dropPending(): void {
+    this.#pendingReset = false;
+    this.#pendingFailures = 0;
+    this.#pendingSuccesses = 0;
   }
 
   #tell(event: BreakerStoreEvent): void {
