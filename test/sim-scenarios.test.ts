@@ -7,7 +7,7 @@
 // gives the same floats bit for bit.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { herdTimeline } from '../src/cli/herd-timeline.js';
+import { herdTimeline, MAX_TIMELINE_POINTS } from '../src/cli/herd-timeline.js';
 import { type BrookerStrategy, runBrooker } from '../src/sim/brooker.js';
 import { runBudgetTest } from '../src/sim/budget-test.js';
 import { checkStack } from '../src/sim/check.js';
@@ -206,6 +206,46 @@ describe('the herd timeline agrees with runHerd', () => {
       expect(t.served.reduce((a, b) => a + b, 0)).toBe(2000);
     },
   );
+});
+
+describe('the herd timeline of a long herd (issue 25)', () => {
+  it('keeps at most maxPoints points, each the busiest slot of its span', () => {
+    // The storm story's herd without jitter: 37,621 slots, 80 waves.
+    const whole = herdTimeline({ jitter: 'none' });
+    const kept = herdTimeline({ jitter: 'none' }, 1000);
+    expect(whole.slotsPerPoint).toBe(1);
+    expect(whole.served).toHaveLength(37_621);
+    // 37,621 slots in at most 1,000 points: 64 slots a point (32 would need 1,176).
+    expect(kept.slotsPerPoint).toBe(64);
+    expect(kept.served).toHaveLength(Math.ceil(37_621 / 64));
+    expect([kept.calls, kept.busiestSlot, kept.slots]).toEqual([81_000, 1975, 37_621]);
+    const offered = (t: typeof whole, i: number) => t.served[i]! + t.failed[i]!;
+    for (let p = 0; p < kept.served.length; p++) {
+      let busiest = p * 64;
+      for (let i = p * 64; i < Math.min((p + 1) * 64, 37_621); i++) {
+        if (offered(whole, i) > offered(whole, busiest)) busiest = i;
+      }
+      expect([kept.served[p], kept.failed[p]]).toEqual([
+        whole.served[busiest],
+        whole.failed[busiest],
+      ]);
+    }
+    // A point has calls wherever its span had a wave (the first waves, 20 and 40 slots apart,
+    // share spans).
+    const spans = new Set(whole.served.flatMap((_, i) => (offered(whole, i) > 0 ? [i >> 6] : [])));
+    expect(kept.served.filter((_, p) => offered(kept, p) > 0)).toHaveLength(spans.size);
+  });
+
+  it('a counted herd of 10^9 clients without jitter: bounded points, the figures of runHerd', () => {
+    // 2 * 10^10 slots from the first call to the last: one array entry per slot before.
+    // The figures are runHerd's (test/herd-counted.test.ts pins them).
+    const t = herdTimeline({ clients: 1_000_000_000, jitter: 'none' });
+    expect(t.served.length).toBeLessThanOrEqual(MAX_TIMELINE_POINTS);
+    expect(t.served.length).toBeGreaterThan(MAX_TIMELINE_POINTS / 2);
+    expect([t.calls, t.busiestSlot, t.slots]).toEqual([
+      20_000_000_514_827_536, 999_999_975, 19_999_997_621,
+    ]);
+  });
 });
 
 describe('checkStack', () => {

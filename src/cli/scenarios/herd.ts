@@ -1,6 +1,7 @@
 // `stormproof sim herd`: the storm story's toy model, and its chart against no jitter.
 import type { HerdResult } from '../../sim/herd.js';
 import type { LineChart } from '../../sim/plot.js';
+import { UsageError } from '../args.js';
 import type { HerdTimeline } from '../herd-timeline.js';
 import { num, table } from '../output.js';
 import type { Job } from '../runners.js';
@@ -29,16 +30,17 @@ function herdPair(values: Values): [string, string] {
 }
 
 function herdChart(jitter: string, timeline: HerdTimeline): LineChart {
-  const x = timeline.served.map((_, i) => (i * timeline.slotMs) / 1000);
+  const { slotMs, slotsPerPoint } = timeline;
+  const x = timeline.served.map((_, i) => (i * slotsPerPoint * slotMs) / 1000);
   const offered = timeline.served.map((s, i) => s + timeline.failed[i]!);
-  let busiest = 0;
-  for (let i = 1; i < offered.length; i++) busiest = Math.max(busiest, offered[i]!);
-  const done = (offered.length * timeline.slotMs) / 1000;
+  const done = (timeline.slots * slotMs) / 1000;
+  const span =
+    slotsPerPoint === 1 ? '' : `, the busiest of each ${num((slotsPerPoint * slotMs) / 1000)} s`;
   return {
     kind: 'line',
-    title: `jitter ${jitter}: ${num(timeline.calls)} calls, busiest ${num(busiest)}, ${num(done)} s`,
+    title: `jitter ${jitter}: ${num(timeline.calls)} calls, busiest ${num(timeline.busiestSlot)}, ${num(done)} s`,
     xLabel: 'seconds since every client failed',
-    yLabel: `calls per ${timeline.slotMs} ms slot`,
+    yLabel: `calls per ${slotMs} ms slot${span}`,
     x,
     lines: [
       { label: 'offered', y: offered },
@@ -109,6 +111,20 @@ export const herd: Scenario = {
       help: 'exact: client by client, the published figures bit for bit; counted: clients as counts per slot, the same in distribution, in seconds at 10^9 clients; auto: exact up to 100,000 clients (10,000 with --jitter none), counted above',
     },
   ],
+  check(command, values) {
+    if (values.mode !== 'counted') return;
+    const why =
+      values.jitter === 'decorrelated'
+        ? ['--jitter decorrelated', 'every client remembers its own last wait', '--jitter']
+        : values.pushback === 'load-aware'
+          ? ['--pushback load-aware', 'every rejected call gets its own slot', '--pushback']
+          : undefined;
+    if (why === undefined) return;
+    const [what, because, flag] = why;
+    throw new UsageError(
+      `${command}: --mode counted cannot count ${what} (${because}); give --mode exact or auto, or another ${flag}`,
+    );
+  },
   jobs(values, plot) {
     const jobs: Job[] = [{ runner: 'herd', options: herdOptions(values) }];
     if (plot) {
@@ -146,6 +162,11 @@ export const herd: Scenario = {
           heading: `jitter ${a} versus jitter ${b}`,
           text: [
             'Each chart shows the calls in each slot: offered (all calls), succeeded (served) and failed. Without jitter the clients move in lockstep, so every wave brings almost all of them back at once.',
+            ...(timelines.some((t) => t.slotsPerPoint > 1)
+              ? [
+                  'A herd this long has more slots than a chart can show: each point is the busiest slot of a span of slots (the span is on the y axis).',
+                ]
+              : []),
           ],
           charts: [herdChart(a, timelines[0]!), herdChart(b, timelines[1]!)],
         },
