@@ -61,6 +61,21 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
     ).toEqual({ calls: 6487, busiestSlot: 205, doneAfterSeconds: 3.45 });
   });
 
+  it('herd --mode: exact and auto give the published figures, counted the same herd as counts', async () => {
+    const published = { calls: 6487, busiestSlot: 205, doneAfterSeconds: 3.45 };
+    expect(await json(['sim', 'herd', '--mode', 'exact'])).toEqual(published);
+    expect(await json(['sim', 'herd', '--mode', 'auto'])).toEqual(published);
+    const counted = (await json(['sim', 'herd', '--mode', 'counted'])) as typeof published;
+    expect(counted).not.toEqual(published);
+    expect(Math.abs(counted.calls / published.calls - 1)).toBeLessThan(0.05);
+    // Without jitter both modes follow the one wave exactly.
+    expect(await json(['sim', 'herd', '--jitter', 'none', '--mode', 'counted'])).toEqual({
+      calls: 81000,
+      busiestSlot: 1975,
+      doneAfterSeconds: 376.21,
+    });
+  });
+
   it('budget: 4000 calls without a budget, 1109 with one', async () => {
     expect(await json(['sim', 'budget', '--requests', '1000'])).toEqual({
       withoutBudget: { calls: 4000 },
@@ -209,6 +224,27 @@ describe.concurrent('text output and charts', () => {
         if (ext === 'html') expect(text.match(/<svg /g)).toHaveLength(charts);
       }
     }
+  });
+
+  it('--plot of a long counted herd: a chart of the busiest slot of each span', async () => {
+    // 100,000 clients without jitter, capped at 50 s: 2 * 10^7 slots, each one an array entry
+    // before (15 s and 1.7 GB of arrays, then a stack overflow in the chart).
+    const file = join(dir, 'long-herd.svg');
+    const r = await cli([
+      'sim',
+      'herd',
+      ...['--clients', '100000', '--jitter', 'none', '--cap-ms', '50000', '--mode', 'counted'],
+      ...['--json', '--plot', file],
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      calls: 200_050_000,
+      busiestSlot: 99_975,
+      doneAfterSeconds: 199_601.01,
+    });
+    const svg = readFileSync(file, 'utf8');
+    expect(svg).toMatch(/calls per 10 ms slot, the busiest of each 5\.12 s/);
+    expect(svg.length).toBeLessThan(1_000_000);
   });
 
   it('the storm chart draws naive and stormproof side by side, fault shaded', async () => {
@@ -399,6 +435,18 @@ describe.concurrent('usage errors: one line naming the option, exit code 2', () 
     [
       ['sim', 'herd', '--jitter', 'lots'],
       'stormproof sim herd: --jitter must be one of none, full, equal, decorrelated, band, got "lots"',
+    ],
+    [
+      ['sim', 'herd', '--mode', 'fast'],
+      'stormproof sim herd: --mode must be one of auto, exact, counted, got "fast"',
+    ],
+    [
+      ['sim', 'herd', '--mode', 'counted', '--jitter', 'decorrelated'],
+      'stormproof sim herd: --mode counted cannot count --jitter decorrelated (every client remembers its own last wait); give --mode exact or auto, or another --jitter',
+    ],
+    [
+      ['sim', 'herd', '--mode', 'counted', '--pushback', 'load-aware'],
+      'stormproof sim herd: --mode counted cannot count --pushback load-aware (every rejected call gets its own slot); give --mode exact or auto, or another --pushback',
     ],
     [['sim', 'herd', '--json=yes'], 'stormproof sim herd: option --json takes no value'],
     [['sim', 'herd', '--seed'], 'stormproof sim herd: option --seed needs a value'],

@@ -222,6 +222,7 @@ async function sim(args: readonly string[], io: Io): Promise<number> {
   const values = parsed.values;
   if (name === 'storm') checkStormFlags(command, rest, values);
   if (name === 'layers') await checkLayersFlags(command, values);
+  scenario.check?.(command, values);
   const plot = values.plot as string | undefined;
   const results = await runWithProgress(
     command,

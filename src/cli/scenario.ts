@@ -12,6 +12,11 @@ export interface Scenario {
   readonly name: string;
   /** Its own options (the common ones are added by the CLI). */
   readonly options: readonly OptionSpec[];
+  /**
+   * Refuses option values that cannot go together, before anything runs: throws a UsageError
+   * naming the flags.
+   */
+  check?(command: string, values: Values): void;
   /** The runs it needs; `plot` asks for what its chart compares too. */
   jobs(values: Values, plot: boolean): Job[];
   /** What `--json` prints. */
