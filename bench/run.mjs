@@ -6,7 +6,9 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { cliStartupSection } from './cli-startup.mjs';
 import { herdSection } from './herd.mjs';
+import { herdCountedSection } from './herd-counted.mjs';
 import { herdVsPythonSection } from './herd-vs-python.mjs';
 import { mapSection } from './map.mjs';
 import { measureServerRuns, serverSection } from './server.mjs';
@@ -203,6 +205,13 @@ process.stderr.write('herd: outcomes per library, then against the Python model\
 const herd = herdSection();
 const python = herdVsPythonSection({ smoke });
 if (!python.ok) process.exitCode = 1;
+process.stderr.write('herd at scale: exact and counted, up to 10^9 clients\n');
+const herdCounted = herdCountedSection({ smoke });
+process.stderr.write('cli: sim herd --jitter none --json against node -e 0, whole processes\n');
+const cliStartup = cliStartupSection({ smoke });
+targetLines.push(
+  `| \`stormproof sim herd --jitter none --json\` at most 50 ms more than \`node -e 0\` | ${cliStartup.extraMs >= 0 ? '+' : ''}${cliStartup.extraMs.toFixed(0)} ms | ${cliStartup.ok ? 'yes' : 'no'} |`,
+);
 
 process.stderr.write(
   'server: stormproof/server against under-pressure, overload-protection, none\n',
@@ -255,6 +264,8 @@ ${fetchLines.join('\n')}
 
 ${herd}
 ${python.markdown}
+${herdCounted}
+${cliStartup.markdown}
 ${server}
 ${map}`;
 if (smoke) {
