@@ -480,11 +480,11 @@ describe.concurrent('usage errors: one line naming the option, exit code 2', () 
     ],
     [
       ['sim', 'hurd'],
-      'stormproof sim: unknown scenario "hurd"; expected one of herd, budget, brooker, layers, storm, timers, limits',
+      'stormproof sim: unknown scenario "hurd"; expected one of herd, budget, brooker, layers, storm, timers, hedge, limits',
     ],
     [
       ['sim'],
-      'stormproof sim: which scenario? One of herd, budget, brooker, layers, storm, timers, limits',
+      'stormproof sim: which scenario? One of herd, budget, brooker, layers, storm, timers, hedge, limits',
     ],
     [
       ['simulate'],

@@ -3,6 +3,7 @@
 // the replicas are overloaded.
 import { describe, expect, it } from 'vitest';
 import { runHedgeSim } from '../src/sim/index.js';
+import { runCli } from './helpers/cli.js';
 
 describe('runHedgeSim', () => {
   const small = { requests: 3000 };
@@ -40,5 +41,24 @@ describe('runHedgeSim', () => {
     expect(() => runHedgeSim({ hedge: 'yes' as never })).toThrow(/hedge/);
     expect(() => runHedgeSim({ fanout: 3 } as never)).toThrow(/fanout/);
     expect(() => runHedgeSim(null as never)).toThrow(/runHedgeSim/);
+  });
+});
+
+describe('stormproof sim hedge', () => {
+  it("prints the model's figures, with and without hedging", async () => {
+    const args = ['--requests', '300', '--fan-out', '20', '--load', '0.4', '--seed', '3'];
+    const ran = await runCli(['sim', 'hedge', ...args, '--json']);
+    expect(ran.code).toBe(0);
+    const out = JSON.parse(ran.stdout);
+    const same = { requests: 300, fanOut: 20, load: 0.4, seed: 3 };
+    const { options: _p, ...plain } = runHedgeSim({ ...same, hedge: false });
+    const { options: _h, ...hedged } = runHedgeSim({ ...same });
+    expect(out).toEqual({ plain, hedged });
+  });
+
+  it('names a bad value and exits 2', async () => {
+    const ran = await runCli(['sim', 'hedge', '--fan-out', '0']);
+    expect(ran.code).toBe(2);
+    expect(ran.stderr).toMatch(/--fan-out/);
   });
 });

@@ -4,6 +4,7 @@
 // each run has a cost estimate from its options, by which small runs skip the worker thread.
 import type { BrookerOptions } from '../sim/brooker.js';
 import type { BudgetTestOptions } from '../sim/budget-test.js';
+import type { HedgeSimOptions } from '../sim/hedge.js';
 import type { HerdOptions } from '../sim/herd.js';
 import type { LayersOptions } from '../sim/layers.js';
 import type { LimitsSweepOptions } from '../sim/limits/sweep.js';
@@ -45,6 +46,10 @@ export const RUNNERS = {
   timers: async (): Promise<Run<TimersOptions>> => {
     const { runTimers } = await import('../sim/timers.js');
     return (options) => runTimers(options);
+  },
+  hedge: async (): Promise<Run<HedgeSimOptions>> => {
+    const { runHedgeSim } = await import('../sim/hedge.js');
+    return (options) => runHedgeSim(options);
   },
   limits: async (): Promise<Run<LimitsSweepOptions>> => {
     const { runLimitsSweep } = await import('../sim/limits/sweep.js');
@@ -137,6 +142,8 @@ const COSTS: Readonly<Record<RunnerName, (o: Readonly<Record<string, unknown>>) 
   storm: (o) => numberOr(o.rps, 4000) * numberOr(o.durationSeconds, 180) * 10,
   // Two mornings of every device's timer.
   timers: (o) => numberOr(o.devices, 10_000) * 2 * 30,
+  // Every leaf of every request, with its events.
+  hedge: (o) => numberOr(o.requests, 10_000) * numberOr(o.fanOut, 100) * 5,
   // A sweep of many cells: always long.
   limits: () => Number.POSITIVE_INFINITY,
 };

@@ -55,6 +55,13 @@ export const SCENARIOS: ReadonlyMap<string, ScenarioEntry> = new Map([
     },
   ],
   [
+    'hedge',
+    {
+      summary: 'the Tail at Scale: a 100-way fan-out, its slow tail, and hedging under one budget',
+      load: async () => (await import('./scenarios/hedge.js')).hedge,
+    },
+  ],
+  [
     'limits',
     {
       summary:
