@@ -44,6 +44,7 @@ const CLI_REPORTS: readonly string[] = [
   // A failover at the very end of the run: its band's label must stay inside the chart.
   'sim storm --duration 20 --fault-at 17 --fault-seconds 3 --plot storm-late.html',
   'sim timers --plot timers.html',
+  'sim hedge --requests 300 --fan-out 20 --plot hedge.html',
   'sim limits --concurrency 1 --service-ms 1 --loads 2 --plot limits.html',
   // One chart: a picture one chart wide, under the report's long title and section heading.
   'sim limits --contender knee --concurrency 1 --service-ms 1 --loads 2 --plot limits-knee.svg',
