@@ -44,9 +44,11 @@ import {
   type SuccessEvent,
   type UnrepeatableReason,
 } from '../core/options.js';
-import { execute, getRetryReport, type ResultCheck } from '../core/retry.js';
+import { setReport } from '../core/report.js';
+import { execute, getRetryReport as getReport, type ResultCheck } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
 import { type BudgetFactory, OriginBudgets, originOf } from './budgets.js';
+import { isLostToKeepAliveRace, watchKeepAliveRace } from './keep-alive-race.js';
 import { isFetchNetworkError } from './network-error.js';
 import { redactUrl } from './redact.js';
 import {
@@ -63,7 +65,38 @@ import {
 export { REDACTED, redactUrl } from './redact.js';
 export { DEFAULT_RETRY_METHODS, IDEMPOTENCY_KEY_HEADER } from './request.js';
 export type { BudgetFactory, GiveUpReason, RetryReport };
-export { getRetryReport, OVERLOADED_HEADER };
+export { OVERLOADED_HEADER };
+
+/** The report of a createFetch call: the engine's, and whether a transparent retry was made. */
+export interface FetchRetryReport extends RetryReport {
+  /**
+   * `1` when the call re-sent a request lost to the keep-alive race, without charging the budget
+   * or counting an attempt (docs/fetch.md, "Transparent retries"). Absent otherwise.
+   */
+  readonly transparentRetries?: number;
+}
+
+/**
+ * The engine's `getRetryReport`, typed for createFetch's calls: the report of a failed call's
+ * response or error (why it stopped, attempts, waits, `transparentRetries`), or undefined.
+ *
+ * @example
+ * ```ts
+ * const res = await createFetch()('https://api.example.com/items');
+ * if (!res.ok) console.warn(res.status, getRetryReport(res)?.reason);
+ * ```
+ */
+export const getRetryReport: (error: unknown) => FetchRetryReport | undefined = getReport;
+
+/** Present on a fetch event when its call made a transparent retry: `transparentRetries: 1`. */
+export interface TransparentRetries {
+  /**
+   * `1` when the call re-sent a request lost to the keep-alive race (a reused connection closed
+   * before any of the answer came), without charging the budget or counting an attempt. Absent
+   * when it made none. At most one per call.
+   */
+  readonly transparentRetries?: number;
+}
 
 /**
  * The request header that tells the layer below that a request is a retry: its value is the
@@ -112,7 +145,10 @@ export interface FetchEventContext {
 }
 
 /** Sent to `onRetry` just before the wait for a retry. */
-export interface FetchRetryEvent extends Omit<RetryEvent, 'error'>, FetchEventContext {
+export interface FetchRetryEvent
+  extends Omit<RetryEvent, 'error'>,
+    FetchEventContext,
+    TransparentRetries {
   /**
    * What the attempt threw: a network error or a timeout. Absent when the attempt ended with a
    * response (see `status`): events never carry a Response, whose headers may hold secrets.
@@ -121,7 +157,10 @@ export interface FetchRetryEvent extends Omit<RetryEvent, 'error'>, FetchEventCo
 }
 
 /** Sent to `onGiveUp` once, when a call stops retrying and fails. */
-export interface FetchGiveUpEvent extends Omit<GiveUpEvent, 'error'>, FetchEventContext {
+export interface FetchGiveUpEvent
+  extends Omit<GiveUpEvent, 'error'>,
+    FetchEventContext,
+    TransparentRetries {
   /**
    * What the call rejects with: the last network error, a timeout, or the caller's abort reason.
    * Absent when the call resolves with a failed response (see `status`).
@@ -130,7 +169,7 @@ export interface FetchGiveUpEvent extends Omit<GiveUpEvent, 'error'>, FetchEvent
 }
 
 /** Sent to `onSuccess` once, when an attempt gets a response with a status below 400. */
-export interface FetchSuccessEvent extends SuccessEvent, FetchEventContext {}
+export interface FetchSuccessEvent extends SuccessEvent, FetchEventContext, TransparentRetries {}
 
 /**
  * The options of `createFetch`: the engine's policy options (each with its default, see
@@ -521,6 +560,9 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
       (origin) => Object.freeze({ ...shared, budget: checkMadeBudget(makeBudget(origin), origin) }),
     );
   }
+  // Node's fetch shows, through undici's diagnostics channels, which failures are the keep-alive
+  // race; elsewhere nothing is recognised and every failure is charged as before.
+  watchKeepAliveRace();
   return (input, init) => send(settings, input, init);
 }
 
@@ -579,17 +621,31 @@ function linkSignals(
   return { signal: controller.signal, link: new CallerLink(controller, caller) };
 }
 
+/** `transparentRetries` for an event or a report: present only when the call made one. */
+function transparent(count: number): TransparentRetries {
+  return count === 0 ? {} : { transparentRetries: count };
+}
+
 /** Builds the event a fetch hook receives from the engine's: no Response, ever. */
 function fetchEvent<E extends { readonly error: unknown }>(
   event: E,
   response: Response | undefined,
   about: { readonly method: string; readonly url: string },
-): Omit<E, 'error'> & FetchEventContext & { readonly error?: unknown } {
+  transparentRetries: number,
+): Omit<E, 'error'> & FetchEventContext & TransparentRetries & { readonly error?: unknown } {
   const { error, ...rest } = event;
   if (response !== undefined && error === response) {
-    return { ...rest, ...about, status: response.status };
+    return { ...rest, ...about, status: response.status, ...transparent(transparentRetries) };
   }
-  return { ...rest, ...about, error };
+  return { ...rest, ...about, error, ...transparent(transparentRetries) };
+}
+
+/** Adds the call's transparent retries to the engine's report of a failed call, if it has one. */
+function addTransparentRetries(responseOrError: unknown, count: number): void {
+  const report = getReport(responseOrError);
+  if (report === undefined) return;
+  const amended: FetchRetryReport = { ...report, transparentRetries: count };
+  setReport(responseOrError, amended);
 }
 
 /** One call of the fetch that `createFetch` returns. */
@@ -626,6 +682,11 @@ async function send(
     bodyOfRequest && unrepeatable === undefined && settings.policy.maxAttempts > 1
       ? request
       : undefined;
+  // A request lost to the keep-alive race is sent again at once, inside its attempt, when the
+  // engine would retry it anyway (an idempotent method or a key, a body it can send again): the
+  // budget is not charged, no attempt is counted. At most one per call.
+  const resendable = unrepeatable === undefined && (!bodyOfRequest || spare !== undefined);
+  let transparentRetries = 0;
 
   const initSignal = init?.signal;
   // An explicit `signal: null` in init drops the Request's signal, as in `new Request`.
@@ -641,20 +702,13 @@ async function send(
     links?.delete(response);
   };
 
-  const operation = async ({ attempt, signal }: AttemptContext): Promise<Response> => {
+  /** One send of an attempt's request: a fetch call, its link to the caller's signal. */
+  const dispatch = async (attemptInit: RequestInit, signal: AbortSignal): Promise<Response> => {
     let link: CallerLink | undefined;
-    const attemptInit: RequestInit = { ...init, signal };
     if (callerSignal !== undefined) {
       const linked = linkSignals(callerSignal, signal);
       attemptInit.signal = linked.signal;
       link = linked.link;
-    }
-    if (attempt > 1 && settings.attemptHeader !== undefined) {
-      const retryHeaders = new Headers(headers);
-      retryHeaders.set(settings.attemptHeader, String(attempt));
-      attemptInit.headers = retryHeaders;
-    } else if (changedHeaders && headers !== undefined) {
-      attemptInit.headers = headers;
     }
     let response: Response;
     try {
@@ -671,6 +725,40 @@ async function send(
     if (link !== undefined) {
       links?.set(response, link);
       responseLinks?.register(response, link, link);
+    }
+    return response;
+  };
+
+  /**
+   * Whether a failed send may go again inside its attempt: the request was lost to the keep-alive
+   * race (keep-alive-race.ts), none was re-sent yet in this call, and nothing has stopped the
+   * call since: not the deadline or attempt timeout, not the caller's abort, not the breaker.
+   */
+  const mayResend = (error: unknown, signal: AbortSignal): boolean =>
+    resendable &&
+    transparentRetries === 0 &&
+    !signal.aborted &&
+    callerSignal?.aborted !== true &&
+    (call.breaker === undefined || call.breaker.state === 'closed') &&
+    isLostToKeepAliveRace(error);
+
+  const operation = async ({ attempt, signal }: AttemptContext): Promise<Response> => {
+    const attemptInit: RequestInit = { ...init, signal };
+    if (attempt > 1 && settings.attemptHeader !== undefined) {
+      const retryHeaders = new Headers(headers);
+      retryHeaders.set(settings.attemptHeader, String(attempt));
+      attemptInit.headers = retryHeaders;
+    } else if (changedHeaders && headers !== undefined) {
+      attemptInit.headers = headers;
+    }
+    let response: Response;
+    try {
+      response = await dispatch(attemptInit, signal);
+    } catch (error) {
+      if (!mayResend(error, signal)) throw error;
+      // Counted before the send: a hedged copy failing the same way meanwhile does not resend.
+      transparentRetries++;
+      response = await dispatch({ ...attemptInit, signal }, signal);
     }
     // The attempt ended (timeout, deadline, abort) just as the response came: nobody will read it.
     if (signal.aborted) {
@@ -701,10 +789,10 @@ async function send(
       return about;
     };
     if (onRetry !== undefined) {
-      call.onRetry = (event) => onRetry(fetchEvent(event, last, describe()));
+      call.onRetry = (event) => onRetry(fetchEvent(event, last, describe(), transparentRetries));
     }
     if (onGiveUp !== undefined) {
-      call.onGiveUp = (event) => onGiveUp(fetchEvent(event, last, describe()));
+      call.onGiveUp = (event) => onGiveUp(fetchEvent(event, last, describe(), transparentRetries));
     }
     if (onSuccess !== undefined) {
       call.onSuccess = (event) =>
@@ -712,6 +800,7 @@ async function send(
           ...event,
           ...describe(),
           ...(last === undefined ? {} : { status: last.status }),
+          ...transparent(transparentRetries),
         });
     }
   }
@@ -722,10 +811,12 @@ async function send(
     const response = await execute(policy, operation, call, check, unrepeatable);
     // The caller keeps this response: its link now lasts as long as the response does.
     links?.delete(response);
+    if (transparentRetries > 0) addTransparentRetries(response, transparentRetries);
     return response;
   } catch (error) {
     // A failed response the call will not return (the caller aborted as it came): free it.
     if (last !== undefined) check.discard!(last);
+    if (transparentRetries > 0) addTransparentRetries(error, transparentRetries);
     throw error;
   } finally {
     // The spare copy of a Request's body is not needed any more: drop what it buffered.
