@@ -8,6 +8,7 @@
 import type { CircuitBreaker } from './breaker/breaker.js';
 import type { Budget } from './budgets/budget.js';
 import { classify } from './classify.js';
+import { LazyAbort } from './lazy-abort.js';
 import type { AttemptContext, ResolvedPolicy } from './options.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject } from './validate.js';
 
@@ -254,11 +255,7 @@ export function hedgeReport(counts: HedgeCounts): HedgeReport {
 }
 
 /** One copy of an attempt: what the operation sees, and how to stop it. */
-class Copy implements AttemptContext {
-  private controller: AbortController | undefined;
-  private endReason: unknown;
-  private ended = false;
-  readonly startedAt: number;
+class Copy extends LazyAbort implements AttemptContext {
   /** It answered or failed. */
   done = false;
 
@@ -266,25 +263,9 @@ class Copy implements AttemptContext {
     readonly attempt: number,
     /** 0 for the first copy, 1 and up for hedges. */
     readonly hedge: number,
-    nowMs: number,
+    readonly startedAt: number,
   ) {
-    this.startedAt = nowMs;
-  }
-
-  get signal(): AbortSignal {
-    let controller = this.controller;
-    if (controller === undefined) {
-      controller = this.controller = new AbortController();
-      if (this.ended) controller.abort(this.endReason);
-    }
-    return controller.signal;
-  }
-
-  end(reason: unknown): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.endReason = reason;
-    this.controller?.abort(reason);
+    super();
   }
 }
 

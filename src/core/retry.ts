@@ -11,6 +11,7 @@ import type { Verdict } from './classify.js';
 import { type Deadline, type DeadlineList, deadlineList } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type HedgeCounts, hedgeCounts, hedgeReport, runHedged } from './hedge.js';
+import { LazyAbort } from './lazy-abort.js';
 import {
   type AttemptContext,
   type CallOptions,
@@ -103,30 +104,12 @@ function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
  * signal aborts when the attempt is ended from outside: the caller's abort, its timeout, the
  * call's deadline. Read after the attempt ended that way, it is already aborted.
  */
-class AttemptScope<T> implements AttemptContext {
-  private controller: AbortController | undefined;
-  private ended = false;
-  private endReason: unknown;
+class AttemptScope<T> extends LazyAbort implements AttemptContext {
   /** Its own timeout, when it has one. */
   timeout: AttemptTimeout<T> | undefined;
 
-  constructor(readonly attempt: number) {}
-
-  get signal(): AbortSignal {
-    let controller = this.controller;
-    if (controller === undefined) {
-      controller = this.controller = new AbortController();
-      if (this.ended) controller.abort(this.endReason);
-    }
-    return controller.signal;
-  }
-
-  /** Ends the attempt from outside: its signal aborts with `reason`. */
-  end(reason: unknown): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.endReason = reason;
-    this.controller?.abort(reason);
+  constructor(readonly attempt: number) {
+    super();
   }
 }
 
