@@ -1,5 +1,6 @@
 // `stormproof sim hedge`: the Tail at Scale fan-out, with and without hedging.
 import type { HedgeSimResult } from '../../sim/hedge.js';
+import type { BarChart } from '../../sim/plot.js';
 import { num, table } from '../output.js';
 import { type Scenario, seedOption } from '../scenario.js';
 
@@ -23,6 +24,27 @@ const HEAD = ['', 'p50', 'p99', 'p99.9', 'failed requests', 'extra requests', 'e
 function refusals(r: HedgeSimResult): string {
   const parts = Object.entries(r.refused).map(([reason, n]) => `${reason} ${num(n)}`);
   return parts.length === 0 ? 'none' : parts.join(', ');
+}
+
+const PLAIN = '#dc2626';
+const HEDGED = '#2563eb';
+
+/** The tail side by side: each percentile without and with hedging. */
+function tailChart(p: HedgeSimResult, h: HedgeSimResult): BarChart {
+  const pair = (name: string, plain: number, hedged: number) => [
+    { label: `${name} plain`, value: plain, color: PLAIN },
+    { label: `${name} hedged`, value: hedged, color: HEDGED },
+  ];
+  return {
+    kind: 'bar',
+    title: `user request latency: p99.9 ${(p.p999Ms / h.p999Ms).toFixed(1)}x lower for ${pct(h.extraRequests)} more requests`,
+    yLabel: 'ms',
+    bars: [
+      ...pair('p50', p.p50Ms, h.p50Ms),
+      ...pair('p99', p.p99Ms, h.p99Ms),
+      ...pair('p99.9', p.p999Ms, h.p999Ms),
+    ],
+  };
 }
 
 export const hedge: Scenario = {
@@ -89,6 +111,7 @@ export const hedge: Scenario = {
         {
           heading: 'user request latency',
           table: { head: HEAD, rows: [row('no hedging', p), row('hedge: {}', h)] },
+          charts: [tailChart(p, h)],
           text: [
             `hedges: ${num(h.hedgesSent)} sent, ${num(h.hedgesWon)} won; refused: ${refusals(h)}`,
           ],
