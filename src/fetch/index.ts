@@ -24,11 +24,9 @@
  * @module
  */
 import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch.js';
-import { BreakerRegistry, type BreakerRegistryOptions } from '../core/breaker/registry.js';
-import { type Budget, isBudget } from '../core/budgets/budget.js';
-import { RetryBudget } from '../core/budgets/retry-budget.js';
+import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
+import type { Budget } from '../core/budgets/budget.js';
 import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
-import type { Clock, RandomSource } from '../core/clock.js';
 import {
   type AttemptContext,
   type CallOptions,
@@ -47,6 +45,16 @@ import {
 import { setReport } from '../core/report.js';
 import { execute, getRetryReport as getReport, type ResultCheck } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
+import {
+  checkAttemptHeader,
+  checkBreakers,
+  checkBudgetFactory,
+  checkIdempotencyKey,
+  checkMadeBudget,
+  checkRetryMethods,
+  isKeyConflict,
+  withDefault,
+} from '../http/checks.js';
 import { type BudgetFactory, OriginBudgets, originOf } from './budgets.js';
 import { isLostToKeepAliveRace, watchKeepAliveRace } from './keep-alive-race.js';
 import { isFetchNetworkError } from './network-error.js';
@@ -54,12 +62,10 @@ import { redactUrl } from './redact.js';
 import {
   AUTO_KEY_METHODS,
   cancelBody,
-  DEFAULT_RETRY_METHODS,
   IDEMPOTENCY_KEY_HEADER,
   isReplayableBody,
   isRequest,
   newIdempotencyKey,
-  TOKEN,
 } from './request.js';
 
 export { REDACTED, redactUrl } from './redact.js';
@@ -98,11 +104,7 @@ export interface TransparentRetries {
   readonly transparentRetries?: number;
 }
 
-/**
- * The request header that tells the layer below that a request is a retry: its value is the
- * attempt number (`2` on the first retry). Sent on retries only, never on the first attempt.
- */
-export const DEFAULT_ATTEMPT_HEADER = 'stormproof-attempt';
+export { DEFAULT_ATTEMPT_HEADER } from '../http/checks.js';
 
 /**
  * The signature of the global `fetch`. Spelled `string | URL | Request` rather than the DOM
@@ -335,7 +337,6 @@ const KNOWN_KEYS: readonly string[] = [
   ...RETRY_OPTION_KEYS.filter((key) => key !== 'signal'),
   ...FETCH_KEYS,
 ];
-const DEFAULT_METHODS: ReadonlySet<string> = new Set(DEFAULT_RETRY_METHODS);
 
 /** The hooks, fetch-shaped. */
 interface FetchHooks {
@@ -362,44 +363,7 @@ interface Settings {
   readonly networkErrors: WeakSet<object>;
 }
 
-/** Turns createFetch's `breaker` option into a registry of breakers per origin, or none. */
-function checkBreakers(
-  breaker: unknown,
-  clock: Clock,
-  random: RandomSource,
-): BreakerRegistry | undefined {
-  if (breaker === undefined || breaker === false) return undefined;
-  if (breaker instanceof BreakerRegistry) return breaker;
-  if (breaker === true) return new BreakerRegistry({ clock, random });
-  if (typeof breaker === 'object' && breaker !== null && !Array.isArray(breaker)) {
-    return new BreakerRegistry({ clock, random, ...(breaker as BreakerRegistryOptions) });
-  }
-  throw new TypeError(
-    `stormproof: ${OWNER} breaker must be true, false, a BreakerRegistry or its options, got ${show(breaker)}`,
-  );
-}
-
 const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
-
-/** A number option of createFetch with its default: `null` is an error, not the default. */
-function withDefault(options: Record<string, unknown>, key: string, fallback: number): unknown {
-  return options[key] === undefined ? fallback : options[key];
-}
-
-function checkBudgetFactory(value: unknown): BudgetFactory | undefined {
-  if (value === undefined) return () => new RetryBudget();
-  return typeof value === 'function' ? (value as BudgetFactory) : undefined;
-}
-
-/** What a budget factory returned, checked when an origin is first called. */
-function checkMadeBudget(made: unknown, origin: string): Budget {
-  if (!isBudget(made)) {
-    throw new TypeError(
-      `stormproof: ${OWNER} budget function must return a Budget for ${origin || 'an unparsable URL'}, got ${show(made)}`,
-    );
-  }
-  return made;
-}
 
 function checkFetch(value: unknown): FetchFunction | undefined {
   if (value === undefined) return undefined;
@@ -407,52 +371,6 @@ function checkFetch(value: unknown): FetchFunction | undefined {
     throw new TypeError(`stormproof: ${OWNER} fetch must be a fetch function, got ${show(value)}`);
   }
   return value as FetchFunction;
-}
-
-function checkIdempotencyKey(value: unknown): boolean {
-  if (value === undefined || value === false) return false;
-  if (value === 'auto') return true;
-  throw new TypeError(
-    `stormproof: ${OWNER} idempotencyKey must be 'auto' or false, got ${show(value)}`,
-  );
-}
-
-function checkAttemptHeader(value: unknown): string | undefined {
-  if (value === undefined) return DEFAULT_ATTEMPT_HEADER;
-  if (value === false) return undefined;
-  if (typeof value !== 'string' || !TOKEN.test(value)) {
-    throw new TypeError(
-      `stormproof: ${OWNER} attemptHeader must be a header name (letters, digits and !#$%&'*+-.^_\`|~) or false, got ${show(value)}`,
-    );
-  }
-  return value.toLowerCase();
-}
-
-function checkRetryMethods(value: unknown): ReadonlySet<string> {
-  if (value === undefined) return DEFAULT_METHODS;
-  if (!Array.isArray(value)) {
-    throw new TypeError(
-      `stormproof: ${OWNER} retryMethods must be an array of method names, got ${show(value)}`,
-    );
-  }
-  const methods = new Set<string>();
-  value.forEach((method: unknown, i) => {
-    if (typeof method !== 'string' || !TOKEN.test(method)) {
-      throw new TypeError(
-        `stormproof: ${OWNER} retryMethods[${i}] must be a method name, got ${show(method)}`,
-      );
-    }
-    methods.add(method.toUpperCase());
-  });
-  return methods;
-}
-
-/** A 409 (in progress) or 422 (key reused with another payload) on a keyed request is final. */
-function isKeyConflict(context: RetryDecisionContext, keyed: WeakSet<object>): boolean {
-  const { error } = context;
-  if (typeof error !== 'object' || error === null || !keyed.has(error)) return false;
-  const status = (error as Response).status;
-  return status === 409 || status === 422;
 }
 
 /**
@@ -522,9 +440,9 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
   const userShouldRetry = resolved.shouldRetry;
   const settings: Settings = {
     fetch: checkFetch(fetch),
-    autoKey: checkIdempotencyKey(idempotencyKey),
-    attemptHeader: checkAttemptHeader(attemptHeader),
-    retryMethods: checkRetryMethods(retryMethods),
+    autoKey: checkIdempotencyKey(OWNER, idempotencyKey),
+    attemptHeader: checkAttemptHeader(OWNER, attemptHeader),
+    retryMethods: checkRetryMethods(OWNER, retryMethods),
     // The hooks were checked by resolvePolicy; they take fetch events, sent per call below.
     hooks: {
       onRetry: resolved.onRetry as FetchHooks['onRetry'],
@@ -549,7 +467,7 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
       },
     }),
     origins: undefined as OriginBudgets<ResolvedPolicy> | undefined,
-    breakers: checkBreakers(breaker, resolved.clock, resolved.random),
+    breakers: checkBreakers(OWNER, breaker, resolved.clock, resolved.random),
     keyed,
     networkErrors,
   };
@@ -557,7 +475,8 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
     const shared = settings.policy;
     (settings as { origins: OriginBudgets<ResolvedPolicy> }).origins = new OriginBudgets(
       originLimit,
-      (origin) => Object.freeze({ ...shared, budget: checkMadeBudget(makeBudget(origin), origin) }),
+      (origin) =>
+        Object.freeze({ ...shared, budget: checkMadeBudget(OWNER, makeBudget(origin), origin) }),
     );
   }
   // Node's fetch shows, through undici's diagnostics channels, which failures are the keep-alive
