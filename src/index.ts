@@ -52,6 +52,24 @@ export {
   type HedgeRefusal,
   type HedgeReport,
 } from './core/hedge.js';
+export {
+  type AttemptMessage,
+  type AttemptWrapper,
+  type BreakerMessage,
+  type BudgetMessage,
+  type CallMessage,
+  type CallRef,
+  CHANNEL_NAMES,
+  channels,
+  type EventChannel,
+  type FetchMessage,
+  type GrpcMessage,
+  type HedgeMessage,
+  type ServerMessage,
+  type TimerMessage,
+  usesDiagnosticsChannel,
+  wrapAttempts,
+} from './core/instrument.js';
 export type {
   AttemptContext,
   CallOptions,

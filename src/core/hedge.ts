@@ -8,9 +8,12 @@
 import type { CircuitBreaker } from './breaker/breaker.js';
 import type { Budget } from './budgets/budget.js';
 import { classify } from './classify.js';
+import { type CallRef, channels, type HedgeMessage } from './instrument.js';
 import { LazyAbort } from './lazy-abort.js';
 import type { AttemptContext, ResolvedPolicy } from './options.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject } from './validate.js';
+
+const hedgeChannel = channels.hedge;
 
 /** Options of `hedge`: when to send a second copy of a slow attempt. */
 export interface HedgeOptions {
@@ -288,8 +291,14 @@ export function runHedged<T>(
   check: CopyCheck<T> | undefined,
   breaker: CircuitBreaker | undefined,
   counts: HedgeCounts,
+  owner?: { callRef(): CallRef },
 ): Promise<T> {
   const clock = policy.clock;
+  /** Reports to `stormproof:hedge` (only called while someone listens). */
+  const report = (type: HedgeMessage['type'], reason?: string) => {
+    if (owner === undefined) return;
+    hedgeChannel.publish({ type, call: owner.callRef(), attempt: context.attempt, reason });
+  };
   return new Promise<T>((resolve, reject) => {
     const copies: Copy[] = [];
     let running = 0;
@@ -339,12 +348,16 @@ export function runHedged<T>(
       hedging.learn(clock.now() - copies[0]!.startedAt);
       if (copies.length > 1) {
         hedging.judge(copy.hedge > 0);
-        if (copy.hedge > 0) counts.won++;
+        if (copy.hedge > 0) {
+          counts.won++;
+          if (hedgeChannel.hasSubscribers) report('won');
+        }
       }
       for (const other of copies) {
         if (!other.done) {
           other.end(new HedgeLostError());
           counts.cancelled++;
+          if (hedgeChannel.hasSubscribers) report('cancelled');
         }
       }
       resolve(value);
@@ -372,6 +385,7 @@ export function runHedged<T>(
       const delayMs = hedging.delayMs();
       if (delayMs === undefined) {
         counts.refused.learning = (counts.refused.learning ?? 0) + 1;
+        if (hedgeChannel.hasSubscribers) report('refused', 'learning');
         return;
       }
       clock.sleep(delayMs, timer.signal).then(() => {
@@ -379,9 +393,11 @@ export function runHedged<T>(
         const refusal = hedging.decide(clock.now(), breaker, policy.budget);
         if (refusal !== undefined) {
           counts.refused[refusal] = (counts.refused[refusal] ?? 0) + 1;
+          if (hedgeChannel.hasSubscribers) report('refused', refusal);
           return;
         }
         counts.sent++;
+        if (hedgeChannel.hasSubscribers) report('sent');
         start(hedge);
         if (hedge < hedging.maxHedges && !settled) schedule(hedge + 1);
       }, noop);

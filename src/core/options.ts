@@ -23,7 +23,9 @@ export type GiveUpReason =
   /**
    * The failure came out of another stormproof call that already retried (or chose not to): one
    * layer retries, the ones above pass its failure up (RFC 9110 section 9.2.2: "A client SHOULD
-   * NOT automatically retry a failed automatic retry"). See `allowNestedRetries`.
+   * NOT automatically retry a failed automatic retry"). See `allowNestedRetries`. Set by an
+   * adapter too, for a request that is itself a layer above's retry (stormproof/undici reads an
+   * SDK's attempt header): it is sent once.
    */
   | 'already-retried'
   /** `maxAttempts` attempts were made. */
@@ -51,7 +53,10 @@ export type GiveUpReason =
  * Why an adapter knows that a call must not be repeated. A failure that could pass then ends the
  * call with this reason instead of a retry; the budget is not charged.
  */
-export type UnrepeatableReason = Extract<GiveUpReason, 'not-idempotent' | 'body-not-replayable'>;
+export type UnrepeatableReason = Extract<
+  GiveUpReason,
+  'not-idempotent' | 'body-not-replayable' | 'already-retried'
+>;
 
 /** What the engine knows about a call that gave up. Read it with `getRetryReport(error)`. */
 export interface RetryReport {
@@ -397,6 +402,17 @@ export interface RetryPolicyOptions extends RetryHooks {
    * ```
    */
   random?: RandomSource | undefined;
+  /**
+   * A name for the policy, reported with its events (`stormproof:call`) and by stormproof/otel as
+   * the `stormproof.policy` attribute. Keep it low-cardinality: one name per kind of call
+   * ("payments-api"), never an id or a URL. At most 100 characters.
+   * @default undefined (no name)
+   * @example
+   * ```ts
+   * createRetryPolicy({ name: 'payments-api' })
+   * ```
+   */
+  name?: string | undefined;
 }
 
 /** The options of a one-off `retry()`: a policy's options and a call's. */
@@ -421,6 +437,7 @@ export interface ResolvedPolicy {
   readonly hedge: Hedging | undefined;
   readonly clock: Clock;
   readonly random: RandomSource;
+  readonly name: string | undefined;
   readonly onRetry: RetryHooks['onRetry'];
   readonly onGiveUp: RetryHooks['onGiveUp'];
   readonly onSuccess: RetryHooks['onSuccess'];
@@ -445,6 +462,7 @@ const POLICY_KEYS = [
   'hedge',
   'clock',
   'random',
+  'name',
   ...HOOKS,
 ] as const;
 const CALL_KEYS = ['signal', 'deadlineMs', 'breaker', ...HOOKS] as const;
@@ -632,10 +650,20 @@ export function resolvePolicy(
       o.random === undefined
         ? Math.random
         : checkFunction<RandomSource>(owner, 'random', o.random)!,
+    name: o.name === undefined ? undefined : checkName(owner, o.name),
     onRetry: checkFunction<ResolvedPolicy['onRetry']>(owner, 'onRetry', o.onRetry),
     onGiveUp: checkFunction<ResolvedPolicy['onGiveUp']>(owner, 'onGiveUp', o.onGiveUp),
     onSuccess: checkFunction<ResolvedPolicy['onSuccess']>(owner, 'onSuccess', o.onSuccess),
   };
+}
+
+function checkName(owner: string, name: unknown): string {
+  if (typeof name !== 'string' || name === '' || name.length > 100) {
+    throw new TypeError(
+      `stormproof: ${owner} name must be a non-empty string of at most 100 characters, got ${show(name)}`,
+    );
+  }
+  return name;
 }
 
 const ATTEMPTS_RANGE = { min: 1, integer: true };

@@ -11,6 +11,7 @@ import type { Verdict } from './classify.js';
 import { type Deadline, type DeadlineList, deadlineList } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type HedgeCounts, hedgeCounts, hedgeReport, runHedged } from './hedge.js';
+import { attemptWrappers, type CallRef, callRef, channels, runWrapped } from './instrument.js';
 import { LazyAbort } from './lazy-abort.js';
 import {
   type AttemptContext,
@@ -58,6 +59,22 @@ export interface ResultCheck<T> {
 }
 
 const noop = () => {};
+
+// Read once: each point that reports checks `hasSubscribers` and builds nothing without one.
+const callChannel = channels.call;
+const attemptChannel = channels.attempt;
+
+/** The give-up reasons that refuse a failure which could have passed. */
+const REFUSALS: ReadonlySet<GiveUpReason> = new Set<GiveUpReason>([
+  'max-attempts',
+  'deadline',
+  'retry-after-beyond-deadline',
+  'pushback-beyond-deadline',
+  'budget',
+  'breaker-open',
+  'not-idempotent',
+  'body-not-replayable',
+]);
 
 /** The stack of whoever called into the engine, without the engine's own frames. */
 function callerStackOf(): string | undefined {
@@ -107,6 +124,8 @@ function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
 class AttemptScope<T> extends LazyAbort implements AttemptContext {
   /** Its own timeout, when it has one. */
   timeout: AttemptTimeout<T> | undefined;
+  /** When it started, on the policy's clock; set only while `stormproof:attempt` is watched. */
+  observedAt = -1;
 
   constructor(readonly attempt: number) {
     super();
@@ -181,6 +200,8 @@ class Call<T> implements Deadline, AbortWatcher {
   private readonly hedges: HedgeCounts | undefined;
   /** The caller's stack, with `callerStack`. */
   private readonly callerStack: string | undefined;
+  /** Its reference in the event source, made when someone first listens. */
+  private ref: CallRef | undefined;
   private readonly resolve: (value: T) => void;
   private readonly reject: (reason: unknown) => void;
   readonly promise: Promise<T>;
@@ -206,7 +227,30 @@ class Call<T> implements Deadline, AbortWatcher {
     if (policy.callerStack) this.callerStack = callerStackOf();
     // A call that must not be repeated is not sent twice at once either.
     if (policy.hedge !== undefined && unrepeatable === undefined) this.hedges = hedgeCounts();
+    if (callChannel.hasSubscribers) {
+      callChannel.publish({ type: 'start', call: this.callRef(), atMs: startedAt });
+    }
     this.runAttempt(1);
+  }
+
+  /** Its reference in the event source. */
+  callRef(): CallRef {
+    let ref = this.ref;
+    if (ref === undefined) {
+      ref = callRef(this.policy.name);
+      this.ref = ref;
+    }
+    return ref;
+  }
+
+  /** Starts attempt `scope` and reports it: only while `stormproof:attempt` is watched. */
+  private startObserved(scope: AttemptScope<T>): T | PromiseLike<T> {
+    const ref = this.callRef();
+    const atMs = this.policy.clock.now();
+    scope.observedAt = atMs;
+    attemptChannel.publish({ type: 'start', call: ref, attempt: scope.attempt, atMs });
+    if (attemptWrappers().length === 0) return this.start(scope);
+    return runWrapped(ref, scope.attempt, () => this.start(scope));
   }
 
   /** Starts the operation for attempt `scope`: once, or as hedged copies. */
@@ -221,6 +265,7 @@ class Call<T> implements Deadline, AbortWatcher {
       this.check,
       this.breaker,
       hedges,
+      this,
     );
   }
 
@@ -271,7 +316,7 @@ class Call<T> implements Deadline, AbortWatcher {
     }
     let result: T | PromiseLike<T>;
     try {
-      result = this.start(scope);
+      result = attemptChannel.hasSubscribers ? this.startObserved(scope) : this.start(scope);
     } catch (error) {
       this.attemptFailed(scope, error);
       return;
@@ -282,10 +327,22 @@ class Call<T> implements Deadline, AbortWatcher {
     );
   }
 
-  /** Ends the running attempt's own timer. */
-  private endAttempt(scope: AttemptScope<T>): void {
+  /** Ends the running attempt's own timer, and reports how it ended when someone listens. */
+  private endAttempt(scope: AttemptScope<T>, outcome: AttemptOutcome, error?: unknown): void {
     const timeout = scope.timeout;
     if (timeout?.listed) timeout.list.remove(timeout);
+    if (attemptChannel.hasSubscribers && scope.observedAt >= 0) {
+      const atMs = this.policy.clock.now();
+      attemptChannel.publish({
+        type: 'end',
+        call: this.callRef(),
+        attempt: scope.attempt,
+        durationMs: atMs - scope.observedAt,
+        outcome,
+        error,
+        atMs,
+      });
+    }
   }
 
   private attemptReturned(scope: AttemptScope<T>, value: T): void {
@@ -293,13 +350,14 @@ class Call<T> implements Deadline, AbortWatcher {
       this.check?.discard?.(value); // Too late: the call ended without it.
       return;
     }
-    if (this.check?.isFailure(value)) this.failed(scope, { error: value, isValue: true });
+    if (this.check?.isFailure(value))
+      this.failed(scope, { error: value, isValue: true }, 'failure');
     else this.succeed(scope, value);
   }
 
   private attemptFailed(scope: AttemptScope<T>, error: unknown): void {
     if (scope !== this.scope || this.phase !== Phase.Attempt) return; // Too late: dropped.
-    this.failed(scope, { error, isValue: false });
+    this.failed(scope, { error, isValue: false }, 'failure');
   }
 
   /** The attempt's own timeout passed: it fails as a timeout (retryable while time is left). */
@@ -307,7 +365,7 @@ class Call<T> implements Deadline, AbortWatcher {
     if (scope !== this.scope || this.phase !== Phase.Attempt) return;
     const error = new AttemptTimeoutError(this.policy.attemptTimeoutMs!);
     scope.end(error);
-    this.failed(scope, { error, isValue: false });
+    this.failed(scope, { error, isValue: false }, 'timeout');
   }
 
   /** Tells the breaker how the admitted attempt ended. */
@@ -331,7 +389,7 @@ class Call<T> implements Deadline, AbortWatcher {
   }
 
   private succeed(scope: AttemptScope<T>, value: T): void {
-    this.endAttempt(scope);
+    this.endAttempt(scope, 'success');
     this.recordOutcome('success');
     this.settle();
     const policy = this.policy;
@@ -348,11 +406,26 @@ class Call<T> implements Deadline, AbortWatcher {
       emit(policy.onSuccess, event);
       emit(this.call?.onSuccess, event);
     }
+    if (callChannel.hasSubscribers) {
+      const now = policy.clock.now();
+      callChannel.publish({
+        type: 'end',
+        call: this.callRef(),
+        outcome: 'success',
+        reason: undefined,
+        attempts: scope.attempt,
+        totalDelayMs: this.state?.totalDelayMs ?? 0,
+        elapsedMs: now - this.startedAt,
+        hedges: this.hedges?.sent ?? 0,
+        error: undefined,
+        atMs: now,
+      });
+    }
     this.resolve(value);
   }
 
-  private failed(scope: AttemptScope<T>, failure: Failure): void {
-    this.endAttempt(scope);
+  private failed(scope: AttemptScope<T>, failure: Failure, outcome: AttemptOutcome): void {
+    this.endAttempt(scope, outcome, failure.error);
     this.failure = failure;
     const policy = this.policy;
     const state = this.current();
@@ -464,6 +537,19 @@ class Call<T> implements Deadline, AbortWatcher {
       emit(this.call?.onRetry, event);
       if (this.phase === Phase.Done) return; // A hook aborted the call.
     }
+    if (callChannel.hasSubscribers) {
+      const verdict = decision.verdict;
+      callChannel.publish({
+        type: 'retry',
+        call: this.callRef(),
+        attempt: state.attempt,
+        delayMs: decision.delayMs,
+        kind: verdict.kind,
+        retryAfterMs: verdict.pushbackMs ?? verdict.retryAfterMs,
+        atMs: policy.clock.now(),
+      });
+      if (this.phase === Phase.Done) return; // A subscriber aborted the call.
+    }
     this.next = decision.state;
     if (decision.delayMs <= 0) {
       this.waited();
@@ -496,7 +582,7 @@ class Call<T> implements Deadline, AbortWatcher {
       const scope = this.scope!;
       const error = new DeadlineExceededError(this.deadlineMs);
       scope.end(error);
-      this.endAttempt(scope);
+      this.endAttempt(scope, 'deadline', error);
       this.failure = { error, isValue: false };
       this.verdict = defaultVerdict(this.policy, state, error);
     } else if (phase === Phase.Waiting) {
@@ -515,7 +601,7 @@ class Call<T> implements Deadline, AbortWatcher {
     if (phase === Phase.Attempt) {
       const scope = this.scope!;
       scope.end(reason);
-      this.endAttempt(scope);
+      this.endAttempt(scope, 'aborted', reason);
     }
     const waitedMs = phase === Phase.Waiting ? this.policy.clock.now() - this.waitStartedAt : 0;
     this.recordOutcome('ignored');
@@ -563,10 +649,41 @@ class Call<T> implements Deadline, AbortWatcher {
     if (this.policy.onGiveUp !== undefined || this.call?.onGiveUp !== undefined) {
       emitGiveUp(this.policy, this.call, { ...report, error });
     }
+    if (callChannel.hasSubscribers) this.publishGiveUp(report, error);
     if (isValue) this.resolve(error as T);
     else this.reject(error);
   }
+
+  /** Reports a refusal (when the failure could have passed) and the end of the call. */
+  private publishGiveUp(report: RetryReport, error: unknown): void {
+    const call = this.callRef();
+    const atMs = this.policy.clock.now();
+    if (REFUSALS.has(report.reason)) {
+      callChannel.publish({
+        type: 'refused',
+        call,
+        attempt: report.attempts,
+        reason: report.reason,
+        atMs,
+      });
+    }
+    callChannel.publish({
+      type: 'end',
+      call,
+      outcome: 'failure',
+      reason: report.reason,
+      attempts: report.attempts,
+      totalDelayMs: report.totalDelayMs,
+      elapsedMs: report.elapsedMs,
+      hedges: this.hedges?.sent ?? 0,
+      error,
+      atMs,
+    });
+  }
 }
+
+/** How an attempt ended, as `stormproof:attempt` reports it. */
+type AttemptOutcome = 'success' | 'failure' | 'timeout' | 'deadline' | 'aborted';
 
 /**
  * Runs `operation` with retries under `policy`. The one place where attempts are made and waits
@@ -589,6 +706,22 @@ export function execute<T>(
     const report: RetryReport = { reason: 'aborted', attempts: 0, totalDelayMs: 0, elapsedMs: 0 };
     setReport(reason, report);
     emitGiveUp(policy, call, { ...report, error: reason });
+    if (callChannel.hasSubscribers) {
+      const ref = callRef(policy.name);
+      callChannel.publish({ type: 'start', call: ref, atMs: startedAt });
+      callChannel.publish({
+        type: 'end',
+        call: ref,
+        outcome: 'failure',
+        reason: 'aborted',
+        attempts: 0,
+        totalDelayMs: 0,
+        elapsedMs: 0,
+        hedges: 0,
+        error: reason,
+        atMs: startedAt,
+      });
+    }
     return Promise.reject(reason);
   }
   policy.budget?.recordRequest(startedAt);
