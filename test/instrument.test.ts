@@ -296,3 +296,56 @@ describe('watching changes nothing', () => {
     );
   });
 });
+
+describe('the server reports into stormproof:server', () => {
+  it('admitted, shed by reason with its Retry-After, finished; the same answers as unwatched', async () => {
+    const { createShedder } = await import('../src/server/index.js');
+    const { channels: ch } = await import('../src/index.js');
+    const drive = (watched: boolean) => {
+      const seen: string[] = [];
+      const onServer = (m: import('../src/index.js').ServerMessage) =>
+        seen.push(
+          m.type === 'shed'
+            ? `shed ${m.reason} ${m.kind} ${m.waitMs !== undefined}`
+            : m.type === 'admitted'
+              ? `admitted inflight=${m.inflight}`
+              : m.type,
+        );
+      if (watched) ch.server.subscribe(onServer);
+      try {
+        let t = 0;
+        const s = createShedder({
+          limit: 2,
+          queue: false,
+          ramp: false,
+          clock: { now: () => t, sleep: async () => {} },
+          random: () => 0.5,
+        });
+        const header = () => null;
+        const answers = [s.admit(header), s.admit(header), s.admit(header)];
+        t = 5;
+        for (const a of answers) if ('finish' in a) a.finish(200);
+        return {
+          answers: answers.map((a) =>
+            'finish' in a ? 'admitted' : `${a.status} ${JSON.stringify(a.headers)}`,
+          ),
+          seen,
+          stats: s.stats(),
+        };
+      } finally {
+        ch.server.unsubscribe(onServer);
+      }
+    };
+    const plain = drive(false);
+    const watched = drive(true);
+    expect(watched.answers).toEqual(plain.answers);
+    expect(watched.stats).toEqual(plain.stats);
+    expect(watched.seen).toEqual([
+      'admitted inflight=1',
+      'admitted inflight=2',
+      'shed limit come-back-later true',
+      'finished',
+      'finished',
+    ]);
+  });
+});

@@ -282,7 +282,6 @@ export type ServerMessage =
       readonly retry: boolean;
       /** The Retry-After handed out, ms (come-back-later only). */
       readonly waitMs: number | undefined;
-      readonly atMs: number;
     }
   | {
       readonly type: 'limit';

@@ -2,6 +2,7 @@
 // spread so the rejected do not return together (pushback.ts picks it), or "overloaded, do not
 // retry" while the whole service is overloaded. Also counts every rejection by its reason.
 import { OVERLOADED_HEADER } from '../core/classify.js';
+import { channels } from '../core/instrument.js';
 import type { Pushback } from './pushback.js';
 import { PUSHBACK_HEADER } from './request-info.js';
 
@@ -69,10 +70,14 @@ export interface AnswerSettings {
   readonly onShed: ((event: ShedEvent) => void) | undefined;
 }
 
+const serverChannel = channels.server;
+
 const DO_NOT_RETRY_HEADERS: ReadonlyArray<[string, string]> = [[OVERLOADED_HEADER, '1']];
 
 /** Builds each rejection and counts it. */
 export class Answers {
+  /** The engine these answers are for: named in `stormproof:server` messages. */
+  owner: object = this;
   /** Rejections so far, by reason. */
   readonly shed = Object.fromEntries(SHED_REASONS.map((r) => [r, 0])) as Record<ShedReason, number>;
 
@@ -93,6 +98,16 @@ export class Answers {
     ];
     if (settings.spread) headers.push([PUSHBACK_HEADER, String(waitMs)]);
     settings.onShed?.({ reason, kind: 'come-back-later', retry, waitMs });
+    if (serverChannel.hasSubscribers) {
+      serverChannel.publish({
+        type: 'shed',
+        shedder: this.owner,
+        reason,
+        kind: 'come-back-later',
+        retry,
+        waitMs,
+      });
+    }
     return {
       admitted: false,
       reason,
@@ -111,6 +126,16 @@ export class Answers {
 
   private answerDoNotRetry(reason: ShedReason, retry: boolean): Rejection {
     this.settings.onShed?.({ reason, kind: 'do-not-retry', retry });
+    if (serverChannel.hasSubscribers) {
+      serverChannel.publish({
+        type: 'shed',
+        shedder: this.owner,
+        reason,
+        kind: 'do-not-retry',
+        retry,
+        waitMs: undefined,
+      });
+    }
     return {
       admitted: false,
       reason,

@@ -5,6 +5,7 @@
 // (limits.ts), the queue (queue.ts), the shares and criticality (shares.ts), the answers and
 // their Retry-After (answers.ts, pushback.ts), the ramp (ramp.ts) and the gateway throttle
 // (throttle.ts).
+import { channels } from '../core/instrument.js';
 import { Answers, type Rejection, type ShedReason } from './answers.js';
 import { resolveShedderOptions, type ShedderOptions } from './options.js';
 import { createPushback } from './pushback.js';
@@ -116,7 +117,20 @@ export function createShedder(options?: ShedderOptions): Shedder {
       : new CodelQueue<Admission>(settings.queue, RANKS, clock, (waiter, nowMs) =>
           waiter.resolve(answers.comeBackLater('queue-timeout', waiter.retry, nowMs)),
         );
-  const ramp = settings.ramp && new Ramp(settings.ramp, (event) => settings.onRamp?.(event));
+  const ramp =
+    settings.ramp &&
+    new Ramp(settings.ramp, (event) => {
+      settings.onRamp?.(event);
+      if (serverChannel.hasSubscribers) {
+        serverChannel.publish({
+          type: 'ramp',
+          shedder,
+          share: event.share,
+          step: event.step,
+          atMs: clock.now(),
+        });
+      }
+    });
   const throttle = settings.gateway && new AdaptiveThrottle(settings.gateway);
   const drainPerMs = (nowMs: number): number | undefined => {
     const perSecond = pushback.drainPerSecond(nowMs);
@@ -130,12 +144,22 @@ export function createShedder(options?: ShedderOptions): Shedder {
   let admittedCount = 0;
   let queueDelayMs = 0;
 
-  const ticket = (retry: boolean, startedAt: number): Ticket => {
+  const ticket = (retry: boolean, startedAt: number, queuedMs = 0): Ticket => {
     // The throttle counts what goes downstream, not what this instance shed for itself.
     throttle?.request(startedAt);
     shares.start(retry);
     admittedCount++;
     const inflightAtStart = shares.inflight;
+    if (serverChannel.hasSubscribers) {
+      serverChannel.publish({
+        type: 'admitted',
+        shedder,
+        retry,
+        queuedMs,
+        inflight: inflightAtStart,
+        atMs: startedAt,
+      });
+    }
     let done = false;
     return {
       admitted: true,
@@ -156,8 +180,28 @@ export function createShedder(options?: ShedderOptions): Shedder {
           finalStatus === 504;
         const before = limiter.current;
         limiter.sample(nowMs, latencyMs, inflightAtStart, dropped);
-        if (onLimit && limiter.current !== before)
-          onLimit({ limit: limiter.current, previous: before });
+        if (limiter.current !== before) {
+          onLimit?.({ limit: limiter.current, previous: before });
+          if (serverChannel.hasSubscribers) {
+            serverChannel.publish({
+              type: 'limit',
+              shedder,
+              limit: limiter.current,
+              previous: before,
+              atMs: nowMs,
+            });
+          }
+        }
+        if (serverChannel.hasSubscribers) {
+          serverChannel.publish({
+            type: 'finished',
+            shedder,
+            durationMs: latencyMs,
+            status: finalStatus,
+            inflight: shares.inflight,
+            atMs: nowMs,
+          });
+        }
         pushback.completed(nowMs);
         ramp?.record(nowMs, latencyMs, failed, startedAt);
         if (throttle && !failed) throttle.accept(nowMs);
@@ -180,7 +224,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
         waiter.resolve(answers.comeBackLater('queue-timeout', waiter.retry, nowMs));
       } else {
         queueDelayMs += (delay - queueDelayMs) * 0.1;
-        waiter.resolve(ticket(waiter.retry, nowMs));
+        waiter.resolve(ticket(waiter.retry, nowMs, delay));
       }
     }
     q.schedule(nowMs);
@@ -235,6 +279,15 @@ export function createShedder(options?: ShedderOptions): Shedder {
     const enqueue = (resolve: (admission: Admission) => void): void => {
       const waiter: Waiter<Admission> = { enqueuedAt: nowMs, retry, caller, resolve };
       queue.push(rank, waiter, nowMs);
+      if (serverChannel.hasSubscribers) {
+        serverChannel.publish({
+          type: 'queued',
+          shedder,
+          retry,
+          queued: queue.length,
+          atMs: nowMs,
+        });
+      }
     };
     if (settle !== undefined) {
       enqueue(settle);
@@ -243,7 +296,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
     return new Promise<Admission>(enqueue);
   }
 
-  return {
+  const shedder: Shedder = {
     gateway: throttle !== undefined,
     admit: (header, caller) => decide(header, caller, undefined) as Admission | Promise<Admission>,
     admitOrQueue: (header, settle, caller) =>
@@ -275,4 +328,8 @@ export function createShedder(options?: ShedderOptions): Shedder {
       queue.schedule(nowMs);
     },
   };
+  answers.owner = shedder;
+  return shedder;
 }
+
+const serverChannel = channels.server;
