@@ -322,7 +322,9 @@ describe('the server reports into stormproof:server', () => {
           random: () => 0.5,
         });
         const header = () => null;
-        const answers = [s.admit(header), s.admit(header), s.admit(header)];
+        const answers = [s.admit(header), s.admit(header), s.admit(header)] as Array<
+          import('../src/server/index.js').Admission
+        >;
         t = 5;
         for (const a of answers) if ('finish' in a) a.finish(200);
         return {
@@ -347,5 +349,32 @@ describe('the server reports into stormproof:server', () => {
       'finished',
       'finished',
     ]);
+  });
+});
+
+describe('breakers report into stormproof:breaker', () => {
+  it('state changes, refusals and probes', async () => {
+    const { CircuitBreaker } = await import('../src/index.js');
+    const seen: string[] = [];
+    const onBreaker = (m: import('../src/index.js').BreakerMessage) =>
+      seen.push(m.type === 'state' ? `${m.key} ${m.from}->${m.to}` : `${m.key} ${m.type}`);
+    channels.breaker.subscribe(onBreaker);
+    stops.push(() => channels.breaker.unsubscribe(onBreaker));
+    let t = 0;
+    const b = new CircuitBreaker('db', {
+      consecutiveFailures: 1,
+      openMs: 100,
+      clock: { now: () => t, sleep: async () => {} },
+      random: () => 0,
+    });
+    b.record(b.admit(), 'failure');
+    expect(b.admit().admitted).toBe(false);
+    t = 10_000;
+    b.record(b.admit(), 'success');
+    expect(seen[0]).toBe('db closed->open');
+    expect(seen[1]).toBe('db refused');
+    expect(seen).toContain('db open->half-open');
+    expect(seen).toContain('db probe');
+    expect(seen.at(-1)).toBe('db half-open->closed');
   });
 });

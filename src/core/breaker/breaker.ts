@@ -1,5 +1,6 @@
 // One circuit breaker: a synchronous state machine on the injected clock. `admit` decides from
 // local state alone and `record` updates it, so a closed breaker adds no await to a call.
+import { channels } from '../instrument.js';
 import { checkKnownKeys, checkOptionsObject, show } from '../validate.js';
 import {
   BREAKER_KEYS,
@@ -47,6 +48,7 @@ export interface BreakerSnapshot {
 }
 
 const ADMITTED: BreakerAdmitted = Object.freeze({ admitted: true, probe: false });
+const breakerChannel = channels.breaker;
 const PROBE: BreakerAdmitted = Object.freeze({ admitted: true, probe: true });
 const ISOLATED: BreakerRejected = Object.freeze({ admitted: false, retryAfterMs: undefined });
 const STATES: readonly BreakerState[] = ['closed', 'open', 'half-open', 'isolated'];
@@ -153,6 +155,18 @@ export class CircuitBreaker {
    * so a process whose calls hang still sees a trip elsewhere.
    */
   admit(): BreakerAdmission {
+    const admission = this.#admit();
+    if (breakerChannel.hasSubscribers && (!admission.admitted || admission.probe)) {
+      breakerChannel.publish(
+        admission.admitted
+          ? { type: 'probe', breaker: this, key: this.key }
+          : { type: 'refused', breaker: this, key: this.key, state: this.#state },
+      );
+    }
+    return admission;
+  }
+
+  #admit(): BreakerAdmission {
     if (this.#rules !== undefined) this.#calledSinceTalk = true;
     switch (this.#state) {
       case 'closed':
@@ -501,6 +515,9 @@ export class CircuitBreaker {
   #move(to: BreakerState): void {
     const from = this.#state;
     this.#state = to;
+    if (from !== to && breakerChannel.hasSubscribers) {
+      breakerChannel.publish({ type: 'state', breaker: this, key: this.key, from, to });
+    }
     if (from === to || this.#o.onStateChange === undefined) return;
     try {
       this.#o.onStateChange({ key: this.key, from, to });
