@@ -1,0 +1,253 @@
+// stormproof/otel against the real OpenTelemetry SDK: metrics read through an in-memory metric
+// reader, spans through InMemorySpanExporter; the end-to-end runs (a shedding server scraped
+// through exporter-prometheus, a fetch client against a failing server) are in
+// test/otel.integration.test.ts.
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import {
+  AggregationTemporality,
+  type DataPoint,
+  MeterProvider,
+  MetricReader,
+} from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CircuitBreaker, createRetryPolicy, retry } from '../src/index.js';
+import { instrument, undiciStartSpanHook } from '../src/otel/index.js';
+import { createShedder } from '../src/server/index.js';
+import { httpError, ManualClock } from './helpers/clocks.js';
+
+class TestReader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+
+/** Every data point of every metric, by metric name. */
+async function read(reader: MetricReader) {
+  const { resourceMetrics } = await reader.collect();
+  const out = new Map<string, { unit: string; points: DataPoint<unknown>[] }>();
+  for (const scope of resourceMetrics.scopeMetrics) {
+    for (const metric of scope.metrics) {
+      out.set(metric.descriptor.name, {
+        unit: metric.descriptor.unit,
+        points: metric.dataPoints as DataPoint<unknown>[],
+      });
+    }
+  }
+  return out;
+}
+
+const contextManager = new AsyncLocalStorageContextManager();
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+});
+afterAll(() => {
+  context.disable();
+});
+
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+function setup() {
+  const reader = new TestReader();
+  const meterProvider = new MeterProvider({ readers: [reader] });
+  const exporter = new InMemorySpanExporter();
+  const tracerProvider = new BasicTracerProvider({
+    spanProcessors: [new SimpleSpanProcessor(exporter)],
+  });
+  const handle = instrument({ meterProvider, tracerProvider });
+  cleanups.push(
+    () => handle.stop(),
+    () => meterProvider.shutdown(),
+    () => tracerProvider.shutdown(),
+  );
+  return { reader, exporter, tracerProvider };
+}
+
+/** A policy on a manual clock whose operation fails `failures` times with 503, then succeeds. */
+async function flaky(failures: number, name = 'inventory', maxAttempts = 4) {
+  const clock = new ManualClock();
+  const policy = createRetryPolicy({ name, clock, random: () => 0.5, budget: false, maxAttempts });
+  let n = 0;
+  const call = policy.retry(
+    () =>
+      new Promise<string>((resolve, reject) =>
+        clock.setTimer(10, () => (++n <= failures ? reject(httpError(503)) : resolve('ok'))),
+      ),
+  );
+  const settled = call.then(
+    () => 'ok',
+    () => 'failed',
+  );
+  for (let i = 0; i < 200; i++) await clock.advance(50);
+  return settled;
+}
+
+describe('stormproof/otel metrics', () => {
+  it('per call and per attempt, in seconds, with low-cardinality attributes', async () => {
+    const { reader } = setup();
+    expect(await flaky(2)).toBe('ok');
+    expect(await flaky(0)).toBe('ok');
+    expect(await flaky(9, 'inventory', 2)).toBe('failed');
+    const m = await read(reader);
+    const duration = m.get('stormproof.call.duration')!;
+    expect(duration.unit).toBe('s');
+    const byKind = Object.fromEntries(
+      duration.points.map((p) => [p.attributes['stormproof.kind'], p]),
+    );
+    expect(Object.keys(byKind).sort()).toEqual([
+      'failed_with_retry',
+      'successful_with_retry',
+      'successful_without_retry',
+    ]);
+    // Two 10 ms attempts with a 100 ms wait and 10 ms, then 10 + 200 + 10... in seconds.
+    const ok2 = byKind.successful_with_retry!.value as { sum: number; count: number };
+    expect(ok2.count).toBe(1);
+    expect(ok2.sum).toBeCloseTo((10 + 100 + 10 + 200 + 10) / 1000, 6);
+    const failed = byKind.failed_with_retry!;
+    expect(failed.attributes).toMatchObject({
+      'stormproof.policy': 'inventory',
+      'stormproof.outcome': 'failure',
+      'stormproof.give_up.reason': 'max-attempts',
+      'error.type': '503',
+    });
+    // A96: retries recorded only for calls that retried (2 and 1).
+    const retries = m.get('stormproof.call.retries')!.points[0]!.value as {
+      sum: number;
+      count: number;
+    };
+    expect({ sum: retries.sum, count: retries.count }).toEqual({ sum: 3, count: 2 });
+    const delay = m.get('stormproof.call.retry_delay')!;
+    expect(delay.unit).toBe('s');
+    const attempts = m.get('stormproof.attempt.duration')!;
+    const handled = attempts.points.filter((p) => p.attributes['stormproof.attempt.handled']);
+    expect(handled.reduce((s, p) => s + (p.value as { count: number }).count, 0)).toBe(4);
+    const refused = m.get('stormproof.retry.refused')!.points;
+    expect(refused.map((p) => [p.attributes['stormproof.refusal.reason'], p.value])).toEqual([
+      ['max-attempts', 1],
+    ]);
+    // 3 + 1 + 2 attempts over 3 calls.
+    const ratio = m.get('stormproof.retry.amplification')!.points;
+    expect(ratio.map((p) => p.value)).toEqual([2]);
+    for (const [, metric] of m) {
+      for (const p of metric.points) {
+        for (const value of Object.values(p.attributes)) expect(String(value)).not.toMatch(/:\/\//);
+      }
+    }
+  });
+
+  it('breaker state and transitions; server limit, shed by reason, Retry-After', async () => {
+    const { reader } = setup();
+    const t = 0;
+    const clock = { now: () => t, sleep: async () => {} };
+    const breaker = new CircuitBreaker('db', {
+      consecutiveFailures: 1,
+      openMs: 100,
+      clock,
+      random: () => 0,
+    });
+    breaker.record(breaker.admit(), 'failure');
+    breaker.admit();
+    const shedder = createShedder({
+      limit: 2,
+      queue: false,
+      ramp: false,
+      clock,
+      random: () => 0.5,
+    });
+    for (let i = 0; i < 5; i++) shedder.admit(() => null);
+    const m = await read(reader);
+    expect(m.get('stormproof.breaker.state')!.points.map((p) => p.value)).toEqual([1]);
+    expect(m.get('stormproof.breaker.transitions')!.points[0]!.attributes).toMatchObject({
+      'stormproof.breaker.from': 'closed',
+      'stormproof.breaker.to': 'open',
+    });
+    expect(m.get('stormproof.breaker.refused')!.points[0]!.value).toBe(1);
+    expect(m.get('stormproof.server.limit')!.points.map((p) => p.value)).toEqual([2]);
+    expect(m.get('stormproof.server.inflight')!.points.map((p) => p.value)).toEqual([2]);
+    const shed = m.get('stormproof.server.shed')!.points;
+    expect(shed.map((p) => [p.attributes['stormproof.shed.reason'], p.value])).toEqual([
+      ['limit', 3],
+    ]);
+    const retryAfter = m.get('stormproof.server.retry_after')!;
+    expect(retryAfter.unit).toBe('s');
+    expect((retryAfter.points[0]!.value as { count: number }).count).toBe(3);
+  });
+});
+
+describe('stormproof/otel traces', () => {
+  it('one span per logical call, with an event per retry and refusal, under the caller span', async () => {
+    const { exporter, tracerProvider } = setup();
+    const tracer = tracerProvider.getTracer('test');
+    const parent = tracer.startSpan('request');
+    await context.with(trace.setSpan(context.active(), parent), () => flaky(9, 'inventory', 3));
+    parent.end();
+    const spans = exporter.getFinishedSpans();
+    const call = spans.find((s) => s.name === 'stormproof.call inventory')!;
+    expect(call.parentSpanContext?.spanId).toBe(parent.spanContext().spanId);
+    expect(call.events.map((e) => e.name)).toEqual([
+      'stormproof.retry',
+      'stormproof.retry',
+      'stormproof.retry.refused',
+    ]);
+    expect(call.events[0]!.attributes).toMatchObject({
+      'stormproof.attempt.number': 1,
+      'stormproof.retry.delay': 0.1,
+      'stormproof.failure.kind': 'unavailable',
+    });
+    expect(call.attributes).toMatchObject({
+      'stormproof.attempts': 3,
+      'stormproof.outcome': 'failure',
+      'stormproof.give_up.reason': 'max-attempts',
+    });
+    expect(call.status.code).toBe(2); // ERROR
+  });
+
+  it('runs attempts with the call span active and the resend count for undici spans', async () => {
+    const { exporter, tracerProvider } = setup();
+    const tracer = tracerProvider.getTracer('test');
+    const seen: Array<{ attrs: object; parent: string | undefined }> = [];
+    let n = 0;
+    await retry(
+      async () => {
+        // What instrumentation-undici does for each physical request.
+        const span = tracer.startSpan('GET', { attributes: undiciStartSpanHook() });
+        span.end();
+        seen.push({ attrs: undiciStartSpanHook(), parent: undefined });
+        if (++n < 3) throw httpError(503);
+        return 'ok';
+      },
+      { baseDelayMs: 1, budget: false },
+    );
+    const spans = exporter.getFinishedSpans();
+    const call = spans.find((s) => s.name === 'stormproof.call')!;
+    const gets = spans.filter((s) => s.name === 'GET');
+    expect(gets).toHaveLength(3);
+    for (const get of gets) expect(get.parentSpanContext?.spanId).toBe(call.spanContext().spanId);
+    expect(gets.map((s) => s.attributes['http.request.resend_count'])).toEqual([undefined, 1, 2]);
+  });
+
+  it('stop() unsubscribes; bad options throw naming the option', async () => {
+    const { exporter } = setup();
+    cleanups.pop()?.();
+    cleanups.pop()?.();
+    const handle = cleanups.pop() as () => void;
+    handle();
+    await retry(() => 'ok');
+    expect(exporter.getFinishedSpans()).toHaveLength(0);
+    expect(() => instrument(null as never)).toThrow(/instrument options must be an object/);
+    expect(() => instrument({ meterProvider: null as never })).toThrow(/meterProvider/);
+    expect(() => instrument({ tracerProvider: {} as never })).toThrow(/tracerProvider/);
+    expect(() => instrument({ metrics: 'yes' as never })).toThrow(/metrics must be a boolean/);
+    expect(() => instrument({ meters: true } as never)).toThrow(/no option "meters"/);
+  });
+});
