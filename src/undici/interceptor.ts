@@ -1,0 +1,881 @@
+// The interceptor: each request dispatched through it runs through the stormproof engine, one
+// attempt per dispatch to the next dispatcher. An attempt counts as done when its response head
+// arrives (or it fails before one): the head is held (the attempt's controller is paused and any
+// early body bytes buffered) while the engine decides. A success, or the last failed response
+// when the call gives up, is then forwarded to the caller's handler, body and all, through one
+// controller that stays the same across attempts. A failed response that is retried is drained
+// (up to DRAIN_LIMIT bytes, so its connection is kept) and never reaches the caller. An error
+// reaches the caller only when the call gives up, as the engine's error itself.
+//
+// What is decided where: the engine (src/core) classifies, waits, keeps the deadline and asks
+// the budget and the breaker; the HTTP rules shared with stormproof/fetch (src/http/checks.ts,
+// src/fetch/request.ts, src/fetch/budgets.ts) decide which requests are safe to repeat. This
+// file only adapts undici's handler API to the engine.
+import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
+import type { Budget } from '../core/budgets/budget.js';
+import type { Verdict } from '../core/classify.js';
+import { type Clock, MAX_TIMER_MS, systemClock } from '../core/clock.js';
+import {
+  type CallOptions,
+  type GiveUpEvent,
+  type GiveUpReason,
+  RETRY_OPTION_KEYS,
+  type ResolvedPolicy,
+  type RetryAnswer,
+  type RetryDecisionContext,
+  type RetryEvent,
+  type RetryPolicyOptions,
+  resolvePolicy,
+  type SuccessEvent,
+  type UnrepeatableReason,
+} from '../core/options.js';
+import { addReportFinder, getRetryReport, setReport } from '../core/report.js';
+import { execute, type ResultCheck } from '../core/retry.js';
+import { applyAnswer } from '../core/step.js';
+import {
+  checkKnownKeys,
+  checkNumber,
+  checkOptionsObject,
+  isThenable,
+  show,
+} from '../core/validate.js';
+import { type BudgetFactory, OriginBudgets, originOf } from '../fetch/budgets.js';
+import { redactUrl } from '../fetch/redact.js';
+import { AUTO_KEY_METHODS, IDEMPOTENCY_KEY_HEADER, newIdempotencyKey } from '../fetch/request.js';
+import {
+  checkAttemptHeader,
+  checkBreakers,
+  checkBudgetFactory,
+  checkIdempotencyKey,
+  checkMadeBudget,
+  checkRetryMethods,
+  isKeyConflict,
+  withDefault,
+} from '../http/checks.js';
+import { type AttemptBody, attemptBody } from './body.js';
+import { isRetryFromAbove, readHeader, withHeader } from './headers.js';
+import type {
+  UndiciController,
+  UndiciDispatch,
+  UndiciDispatchOptions,
+  UndiciHandler,
+  UndiciInterceptor,
+} from './types.js';
+
+/**
+ * The interceptor's total time for one request, in ms, from its dispatch until the response head
+ * that is forwarded, waits included: undici's own `headersTimeout` (300 s), so a request plain
+ * undici would wait for is never cut short (see docs/undici.md, "Defaults").
+ */
+export const INTERCEPTOR_DEADLINE_MS = 300_000;
+
+/** How many origins' retry budgets one interceptor remembers by default. */
+export const INTERCEPTOR_MAX_ORIGINS = 1000;
+
+/** How many bytes of a streamed request body are kept to send it again on a retry, by default. */
+export const DEFAULT_MAX_REPLAY_BODY_BYTES = 1_048_576;
+
+/** How much of a retried response's body is read and dropped to keep its connection; past it, the connection is closed. */
+const DRAIN_LIMIT = 65_536;
+
+/** What every interceptor event says about its request. Never a header, never a body. */
+export interface UndiciEventContext {
+  /** The request method, in upper case. */
+  readonly method: string;
+  /** The origin and path, without user name, password, query values and fragment (`redactUrl`). */
+  readonly url: string;
+  /** The status of the response the attempt ended with; absent when it ended without one. */
+  readonly status?: number;
+}
+
+/** Sent to `onRetry` just before the wait for a retry. */
+export interface UndiciRetryEvent extends Omit<RetryEvent, 'error'>, UndiciEventContext {
+  /** What the attempt threw (a network error, a timeout); absent when it ended with a response. */
+  readonly error?: unknown;
+}
+
+/** Sent to `onGiveUp` once, when a request stops retrying and fails. */
+export interface UndiciGiveUpEvent extends Omit<GiveUpEvent, 'error'>, UndiciEventContext {
+  /** The error the caller's handler receives; absent when the last response is passed on. */
+  readonly error?: unknown;
+}
+
+/** Sent to `onSuccess` once, when an attempt gets a response with a status below 400. */
+export interface UndiciSuccessEvent extends SuccessEvent, UndiciEventContext {}
+
+/**
+ * The options of `interceptor()` (and of `installGlobal`): the engine's policy options (each with
+ * its default, see docs/retry.md), the hooks with request-shaped events, and the HTTP rules it
+ * shares with stormproof/fetch.
+ */
+export interface InterceptorOptions
+  extends Omit<
+    RetryPolicyOptions,
+    | 'onRetry'
+    | 'onGiveUp'
+    | 'onSuccess'
+    | 'deadlineMs'
+    | 'attemptTimeoutMs'
+    | 'budget'
+    | 'breaker'
+    | 'hedge'
+  > {
+  /**
+   * The total time of one request, in ms, from its dispatch until the response head it returns,
+   * waits included: a retry whose wait would end past it is not made, and an attempt still
+   * running then is aborted. The body is not covered (undici's `bodyTimeout` is). As long as
+   * undici's own `headersTimeout`: installed globally, the interceptor sits under every fetch
+   * in the process, slow model calls included, and must not fail what plain fetch serves.
+   * @default 300000
+   * @example
+   * ```ts
+   * interceptor({ deadlineMs: 10_000 }); // an API that answers in seconds or not at all
+   * ```
+   */
+  deadlineMs?: number | undefined;
+  /**
+   * The time limit of each attempt until its response head, in ms. Unset, an attempt runs until
+   * the deadline (and undici's `headersTimeout`).
+   * @default undefined
+   * @example
+   * ```ts
+   * interceptor({ attemptTimeoutMs: 5000, deadlineMs: 20_000 });
+   * ```
+   */
+  attemptTimeoutMs?: number | undefined;
+  /**
+   * The retry budget. By default each origin gets its own `RetryBudget`, so a host that is down
+   * cannot spend the retries of a healthy one. A function makes the budget of each origin; a
+   * `Budget` is shared by every origin; `false` turns budgets off.
+   * @default a new RetryBudget() per origin
+   * @example
+   * ```ts
+   * interceptor({ budget: () => new RetryBudget({ maxCredits: 50 }) });
+   * ```
+   */
+  budget?: Budget | BudgetFactory | false | undefined;
+  /**
+   * How many origins' budgets (and breakers) are remembered. Past it, the origin used least
+   * recently is forgotten and starts again with a fresh budget.
+   * @default 1000
+   * @example
+   * ```ts
+   * interceptor({ maxOrigins: 50 });
+   * ```
+   */
+  maxOrigins?: number | undefined;
+  /**
+   * Circuit breakers, one per origin: while an origin's breaker is open its requests fail at
+   * once with a `BreakerOpenError` and are not retried. `true` uses the defaults, an object sets
+   * a `BreakerRegistry`'s options, a `BreakerRegistry` is used as given.
+   * @default undefined (no breaker)
+   * @example
+   * ```ts
+   * interceptor({ breaker: { consecutiveFailures: 10 } });
+   * ```
+   */
+  breaker?: boolean | BreakerRegistryOptions | BreakerRegistry | undefined;
+  /**
+   * `'auto'` adds a fresh `Idempotency-Key` to every POST and PATCH that has none, the same on
+   * each of its attempts, so those requests become safe to retry. Only for servers that honour
+   * the header; a key already on the request is always kept.
+   * @default false
+   * @example
+   * ```ts
+   * interceptor({ idempotencyKey: 'auto' });
+   * ```
+   */
+  idempotencyKey?: 'auto' | false | undefined;
+  /**
+   * The request header that carries the attempt number on retries (`2`, `3`, ...); `false` sends
+   * nothing. A request that arrives already carrying it with a number of 2 or more (a stormproof
+   * client above retried) is sent once.
+   * @default 'stormproof-attempt'
+   * @example
+   * ```ts
+   * interceptor({ attemptHeader: 'x-retry-attempt' });
+   * ```
+   */
+  attemptHeader?: string | false | undefined;
+  /**
+   * The methods retried without an `Idempotency-Key` (case-insensitive). A request with an
+   * `Idempotency-Key` is retried whatever its method.
+   * @default ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']
+   * @example
+   * ```ts
+   * interceptor({ retryMethods: ['GET', 'HEAD'] });
+   * ```
+   */
+  retryMethods?: readonly string[] | undefined;
+  /**
+   * How many bytes of a streamed request body (a Node stream, an async iterable, and every body
+   * undici's fetch sends) are kept as they are sent, to send the body again on a retry. A body
+   * longer than this, or one the failed attempt had not finished sending, is not sent again: the
+   * request ends with reason `'body-not-replayable'`. `0` keeps nothing: a streamed body is
+   * never sent twice. Strings, bytes, Blobs and FormData are always sent again whole.
+   * @default 1048576 (1 MiB)
+   * @example
+   * ```ts
+   * interceptor({ maxReplayBodyBytes: 0 }); // never hold a copy of a streamed upload
+   * ```
+   */
+  maxReplayBodyBytes?: number | undefined;
+  /**
+   * `true` lets the process exit while a request waits for its retry: the wait's timer and the
+   * deadline's are unreferenced (`timer.unref()`). By default they hold the process open until
+   * the retry is made, so a script whose last request is being retried does not exit half way
+   * (undici#3975). Not with `clock`.
+   * @default false
+   * @example
+   * ```ts
+   * interceptor({ unref: true }); // a CLI that must exit when its work is done
+   * ```
+   */
+  unref?: boolean | undefined;
+  /**
+   * Called before each wait for a retry, with the engine's event plus the request's method,
+   * redacted URL and status. A hook that throws or rejects is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * interceptor({ onRetry: (e) => log.warn(`${e.method} ${e.url}: ${e.status ?? e.verdict.kind}`) });
+   * ```
+   */
+  onRetry?: ((event: UndiciRetryEvent) => unknown) | undefined;
+  /**
+   * Called once when a request fails for good, with why (`reason`) and the method, redacted URL
+   * and status. A hook that throws or rejects is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * interceptor({ onGiveUp: (e) => metrics.increment('http.give_up', { reason: e.reason }) });
+   * ```
+   */
+  onGiveUp?: ((event: UndiciGiveUpEvent) => unknown) | undefined;
+  /**
+   * Called once when an attempt gets a response with a status below 400. A hook that throws or
+   * rejects is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * interceptor({ onSuccess: (e) => metrics.histogram('http.attempts', e.attempts) });
+   * ```
+   */
+  onSuccess?: ((event: UndiciSuccessEvent) => unknown) | undefined;
+}
+
+const OWNER = 'interceptor';
+const OWN_KEYS = [
+  'idempotencyKey',
+  'attemptHeader',
+  'retryMethods',
+  'maxOrigins',
+  'breaker',
+  'maxReplayBodyBytes',
+  'unref',
+];
+/** Every option `interceptor()` accepts. */
+export const INTERCEPTOR_OPTION_KEYS: readonly string[] = [
+  ...RETRY_OPTION_KEYS.filter((key) => key !== 'signal' && key !== 'hedge'),
+  ...OWN_KEYS,
+];
+
+interface Hooks {
+  readonly onRetry: InterceptorOptions['onRetry'];
+  readonly onGiveUp: InterceptorOptions['onGiveUp'];
+  readonly onSuccess: InterceptorOptions['onSuccess'];
+}
+
+/** Everything one `interceptor()` decided once, shared by all its requests. */
+interface Settings {
+  readonly autoKey: boolean;
+  readonly attemptHeader: string | undefined;
+  readonly retryMethods: ReadonlySet<string>;
+  readonly maxReplayBodyBytes: number;
+  readonly policy: ResolvedPolicy;
+  readonly origins: OriginBudgets<ResolvedPolicy> | undefined;
+  readonly breakers: BreakerRegistry | undefined;
+  readonly hooks: Hooks;
+  /** The failed responses of keyed requests: a 409 or 422 on them is final. */
+  readonly keyed: WeakSet<object>;
+}
+
+/** Errors this interceptor handed to a caller's handler, each with the engine's report. */
+const delivered = new WeakSet<object>();
+
+// undici's fetch hands the caller `TypeError('fetch failed', { cause })`, with the error this
+// interceptor delivered as its cause: `getRetryReport` finds the report through it, and so does
+// a stormproof layer above (stormproof/fetch over the global fetch), which then does not retry
+// a request that was retried here already: one retry layer.
+addReportFinder((error) => {
+  const cause = (error as { cause?: unknown }).cause;
+  if (typeof cause !== 'object' || cause === null || !delivered.has(cause)) return undefined;
+  return getRetryReport(cause);
+});
+
+/** A clock whose timers do not hold the process open (`unref: true`). */
+const unrefClock: Clock = Object.freeze({
+  now: systemClock.now,
+  setTimer: (ms: number, callback: () => void) => {
+    let timer: ReturnType<typeof setTimeout>;
+    const end = systemClock.now() + ms;
+    const arm = (left: number) => {
+      timer = setTimeout(
+        () => {
+          const rest = end - systemClock.now();
+          if (left > MAX_TIMER_MS && rest > 0) arm(rest);
+          else callback();
+        },
+        Math.min(left, MAX_TIMER_MS),
+      );
+      (timer as { unref?: () => unknown }).unref?.();
+    };
+    arm(ms);
+    return () => clearTimeout(timer);
+  },
+  sleep: (ms: number, signal?: AbortSignal) => {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        cancel();
+        reject(signal?.reason);
+      };
+      const cancel = unrefClock.setTimer!(ms, () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  },
+});
+
+function checkBoolean(name: string, value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') {
+    throw new TypeError(`stormproof: ${OWNER} ${name} must be a boolean, got ${show(value)}`);
+  }
+  return value;
+}
+
+/**
+ * undici's `InformationalError` (`UND_ERR_INFO`) says a connection or an HTTP/2 stream ended
+ * before the answer: `socket idle timeout`, `reset`, `HTTP/2: "stream timeout after ..."`,
+ * `HTTP/2: stream closed before the response was complete` (undici#5087: RetryAgent's code list
+ * misses them). Such an error before the response head is a dropped connection, or a timeout
+ * when it says so; the DNS interceptor's `No DNS entries found` stays final, as ENOTFOUND is.
+ */
+function infoVerdict(error: unknown): Verdict | undefined {
+  if (typeof error !== 'object' || error === null) return undefined;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (code !== 'UND_ERR_INFO' || typeof message !== 'string') return undefined;
+  if (message === 'No DNS entries found') return undefined;
+  return /timeout/i.test(message)
+    ? { retryable: true, kind: 'timeout' }
+    : { retryable: true, kind: 'network' };
+}
+
+type Judge = (context: RetryDecisionContext) => Verdict | PromiseLike<Verdict>;
+
+/** The shouldRetry of every request: the shared HTTP rules, then the user's answer. */
+function makeShouldRetry(keyed: WeakSet<object>, user: ResolvedPolicy['shouldRetry']): Judge {
+  return (given) => {
+    if (isKeyConflict(given, keyed)) return { ...given.verdict, retryable: false };
+    const info = given.verdict.kind === 'permanent' ? infoVerdict(given.error) : undefined;
+    const context = info === undefined ? given : { ...given, verdict: info };
+    if (user === undefined) return context.verdict;
+    const answer = user(context);
+    return isThenable(answer)
+      ? Promise.resolve(answer).then((a: RetryAnswer) => applyAnswer(context.verdict, a))
+      : applyAnswer(context.verdict, answer);
+  };
+}
+
+/**
+ * The shouldRetry of a request whose streamed body was recorded: whatever the rules answer, a
+ * retry is refused when the copy is not whole (the stream was longer than the limit, or the
+ * failed attempt had not sent it all), and the request ends with 'body-not-replayable'.
+ */
+function guardBody(judge: Judge, exchange: Exchange): Judge {
+  const check = (verdict: Verdict): Verdict => {
+    if (!verdict.retryable || exchange.body.replayable) return verdict;
+    exchange.bodyRefused = true;
+    return { ...verdict, retryable: false };
+  };
+  return (context) => {
+    const verdict = judge(context);
+    return isThenable(verdict) ? Promise.resolve(verdict).then(check) : check(verdict);
+  };
+}
+
+/**
+ * Makes the interceptor: pass it to undici's `Dispatcher.compose` (undici 7 and later). Every
+ * option is checked here, once: a bad value (`null` included) throws a TypeError or RangeError
+ * that names it. One policy and one budget per origin are shared by every request dispatched
+ * through it.
+ *
+ * - Retried: network errors, timeouts (`UND_ERR_HEADERS_TIMEOUT`, `UND_ERR_INFO` timeouts, ...),
+ *   502, 503, 504, 429 (more slowly), a 500 once; never a response that says not to retry.
+ * - Only when safe: GET, HEAD, OPTIONS, TRACE, PUT, DELETE, QUERY (`retryMethods`) or a request
+ *   with an `Idempotency-Key`, and a body that can be sent again; never a request that is a
+ *   layer above's retry (an SDK's attempt header).
+ * - When the retries end on a response, that response is passed on, body and all: a status
+ *   never becomes an exception. When they end on an error, the caller's handler gets that error.
+ *
+ * @example
+ * ```ts
+ * import { Agent } from 'undici';
+ * import { interceptor } from 'stormproof/undici';
+ *
+ * const agent = new Agent().compose(interceptor({ deadlineMs: 10_000 }));
+ * const res = await agent.request({ origin: 'https://api.example.com', path: '/items', method: 'GET' });
+ * ```
+ */
+export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
+  const o = checkOptionsObject(OWNER, options);
+  checkKnownKeys(OWNER, o, INTERCEPTOR_OPTION_KEYS);
+  const {
+    idempotencyKey,
+    attemptHeader,
+    retryMethods,
+    maxOrigins,
+    budget,
+    breaker,
+    maxReplayBodyBytes,
+    unref,
+    ...rest
+  } = o;
+  const unrefTimers = checkBoolean('unref', unref);
+  if (unrefTimers && rest.clock !== undefined) {
+    throw new TypeError(
+      `stormproof: ${OWNER} unref cannot be used with clock: make your clock's timers unreferenced instead`,
+    );
+  }
+  const makeBudget = checkBudgetFactory(budget);
+  const resolved = resolvePolicy(
+    OWNER,
+    {
+      ...rest,
+      deadlineMs: withDefault(rest, 'deadlineMs', INTERCEPTOR_DEADLINE_MS),
+      budget: makeBudget === undefined ? budget : false,
+      ...(unrefTimers ? { clock: unrefClock } : {}),
+    },
+    { defaultBudget: false, allowCallKeys: false },
+  );
+  const originLimit = checkNumber(
+    OWNER,
+    'maxOrigins',
+    maxOrigins === undefined ? INTERCEPTOR_MAX_ORIGINS : maxOrigins,
+    { min: 1, integer: true },
+  );
+  const replayLimit = checkNumber(
+    OWNER,
+    'maxReplayBodyBytes',
+    maxReplayBodyBytes === undefined ? DEFAULT_MAX_REPLAY_BODY_BYTES : maxReplayBodyBytes,
+    { min: 0, integer: true },
+  );
+  const keyed = new WeakSet<object>();
+  const policy: ResolvedPolicy = Object.freeze({
+    ...resolved,
+    onRetry: undefined,
+    onGiveUp: undefined,
+    onSuccess: undefined,
+    shouldRetry: makeShouldRetry(keyed, resolved.shouldRetry),
+  });
+  const settings: Settings = {
+    autoKey: checkIdempotencyKey(OWNER, idempotencyKey),
+    attemptHeader: checkAttemptHeader(OWNER, attemptHeader),
+    retryMethods: checkRetryMethods(OWNER, retryMethods),
+    maxReplayBodyBytes: replayLimit,
+    policy,
+    origins:
+      makeBudget === undefined
+        ? undefined
+        : new OriginBudgets(originLimit, (origin) =>
+            Object.freeze({
+              ...policy,
+              budget: checkMadeBudget(OWNER, makeBudget(origin), origin),
+            }),
+          ),
+    breakers: checkBreakers(OWNER, breaker, resolved.clock, resolved.random),
+    hooks: {
+      onRetry: resolved.onRetry as Hooks['onRetry'],
+      onGiveUp: resolved.onGiveUp as Hooks['onGiveUp'],
+      onSuccess: resolved.onSuccess as Hooks['onSuccess'],
+    },
+    keyed,
+  };
+  return (next) => {
+    const dispatch = next as unknown as UndiciDispatch;
+    if (typeof dispatch !== 'function') {
+      throw new TypeError(
+        `stormproof: ${OWNER} must be given the next dispatch function by Dispatcher.compose, got ${show(dispatch)}`,
+      );
+    }
+    return function stormproofDispatch(opts, handler) {
+      const method = String(opts.method ?? 'GET').toUpperCase();
+      // A CONNECT or an upgrade (WebSocket) hands over a socket, not a response: not retried.
+      if (opts.upgrade != null && opts.upgrade !== false) return dispatch(opts, handler);
+      if (method === 'CONNECT') return dispatch(opts, handler);
+      new Exchange(settings, dispatch, opts, method, handler).start();
+      return true;
+    };
+  };
+}
+
+/** An attempt's response head and what came after it, held until the engine decides. */
+type AttemptState = 'waiting' | 'held' | 'forwarding' | 'draining' | 'dead';
+
+/** One dispatch to the next dispatcher: one attempt. */
+class Attempt implements UndiciHandler {
+  controller: UndiciController | undefined;
+  state: AttemptState = 'waiting';
+  status = 0;
+  headers: Record<string, string | string[] | undefined> = {};
+  statusMessage: string | undefined;
+  private chunks: Uint8Array[] = [];
+  private ended = false;
+  private trailers: Record<string, string | string[] | undefined> = {};
+  private error: Error | undefined;
+  private drained = 0;
+  private deadReason: unknown;
+
+  constructor(
+    private readonly exchange: Exchange,
+    private readonly resolve: (attempt: Attempt) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  onRequestStart(controller: UndiciController): void {
+    this.controller = controller;
+    if (this.state === 'dead') controller.abort(asError(this.deadReason));
+  }
+
+  onResponseStart(
+    controller: UndiciController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+    statusMessage?: string,
+  ): void {
+    this.controller = controller;
+    if (this.state !== 'waiting') {
+      if (this.state === 'dead') controller.abort(asError(this.deadReason));
+      return;
+    }
+    if (statusCode < 200) {
+      // An informational response (103 Early Hints): passed on as it comes; the final one follows.
+      this.exchange.handler.onResponseStart?.(this.exchange, statusCode, headers, statusMessage);
+      return;
+    }
+    this.status = statusCode;
+    this.headers = headers ?? {};
+    this.statusMessage = statusMessage;
+    this.state = 'held';
+    // Nothing more is read until the engine decides whether this response is the one.
+    controller.pause();
+    this.resolve(this);
+  }
+
+  onResponseData(controller: UndiciController, chunk: Uint8Array): void {
+    switch (this.state) {
+      case 'held':
+        this.chunks.push(chunk);
+        return;
+      case 'forwarding':
+        this.exchange.handler.onResponseData?.(this.exchange, chunk);
+        return;
+      case 'draining':
+        this.drained += chunk.byteLength;
+        if (this.drained > DRAIN_LIMIT)
+          controller.abort(new Error('stormproof: retried response dropped'));
+        return;
+      default:
+        return;
+    }
+  }
+
+  onResponseEnd(
+    _controller: UndiciController,
+    trailers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (this.state === 'held') {
+      this.ended = true;
+      this.trailers = trailers ?? {};
+    } else if (this.state === 'forwarding') {
+      this.exchange.finish();
+      this.exchange.handler.onResponseEnd?.(this.exchange, trailers ?? {});
+    }
+  }
+
+  onResponseError(_controller: UndiciController | undefined, error: Error): void {
+    switch (this.state) {
+      case 'waiting':
+        this.state = 'dead';
+        this.reject(error);
+        return;
+      case 'held':
+        this.error = error;
+        return;
+      case 'forwarding':
+        this.exchange.finish();
+        this.exchange.handler.onResponseError?.(this.exchange, error);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** The engine ended this attempt (its timeout, the deadline, the caller's abort). */
+  kill(reason: unknown): void {
+    if (this.state !== 'waiting') return;
+    this.state = 'dead';
+    this.deadReason = reason;
+    this.controller?.abort(asError(reason));
+    this.reject(reason);
+  }
+
+  /** Not the response the caller gets: read and drop the rest of its body, or close it. */
+  discard(): void {
+    if (this.state !== 'held') return;
+    this.state = 'draining';
+    this.drained = this.chunks.reduce((n, chunk) => n + chunk.byteLength, 0);
+    this.chunks = [];
+    if (this.ended || this.error !== undefined) return;
+    if (this.drained > DRAIN_LIMIT) {
+      this.controller?.abort(new Error('stormproof: retried response dropped'));
+    } else {
+      this.controller?.resume();
+    }
+  }
+
+  /** The response the caller gets: its head, what was held, then the rest as it comes. */
+  forward(): void {
+    const exchange = this.exchange;
+    const handler = exchange.handler;
+    this.state = 'forwarding';
+    exchange.target = this.controller;
+    handler.onResponseStart?.(exchange, this.status, this.headers, this.statusMessage);
+    const chunks = this.chunks;
+    this.chunks = [];
+    for (const chunk of chunks) {
+      if (exchange.done) return;
+      handler.onResponseData?.(exchange, chunk);
+    }
+    if (exchange.done) return;
+    if (this.error !== undefined) {
+      exchange.finish();
+      handler.onResponseError?.(exchange, this.error);
+    } else if (this.ended) {
+      exchange.finish();
+      handler.onResponseEnd?.(exchange, this.trailers);
+    } else if (!exchange.paused) {
+      this.controller?.resume();
+    }
+  }
+}
+
+function asError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error(String(reason));
+}
+
+const isFailure = (attempt: Attempt): boolean => attempt.status >= 400;
+const CHECK: ResultCheck<Attempt> = { isFailure, discard: (attempt) => attempt.discard() };
+
+/**
+ * One request through the interceptor, from dispatch to the caller's last callback. It is also
+ * the controller the caller's handler holds: the same object across attempts, forwarding pause,
+ * resume and abort to the attempt whose response the caller reads (undici's RetryHandler keeps a
+ * stable controller the same way).
+ */
+class Exchange implements UndiciController {
+  target: UndiciController | undefined;
+  readonly body: AttemptBody;
+  bodyRefused = false;
+  /** The caller's handler has had its last callback (end or error). */
+  done = false;
+  private readonly caller = new AbortController();
+  private isPaused = false;
+  private abortReason: Error | null = null;
+  private readonly headers: unknown;
+  private readonly unrepeatable: UnrepeatableReason | undefined;
+  private readonly isKeyed: boolean;
+
+  constructor(
+    private readonly settings: Settings,
+    private readonly dispatch: UndiciDispatch,
+    private readonly opts: UndiciDispatchOptions,
+    private readonly method: string,
+    readonly handler: UndiciHandler,
+  ) {
+    let headers = opts.headers;
+    if (
+      settings.autoKey &&
+      AUTO_KEY_METHODS.has(method) &&
+      readHeader(headers, 'idempotency-key') === undefined
+    ) {
+      headers = withHeader(headers, IDEMPOTENCY_KEY_HEADER.toLowerCase(), newIdempotencyKey());
+    }
+    this.headers = headers;
+    this.isKeyed = readHeader(headers, 'idempotency-key') !== undefined;
+    let unrepeatable: UnrepeatableReason | undefined;
+    if (isRetryFromAbove(headers, settings.attemptHeader)) unrepeatable = 'already-retried';
+    else if (!this.isKeyed && !settings.retryMethods.has(method)) unrepeatable = 'not-idempotent';
+    this.unrepeatable = unrepeatable;
+    // A request sent once keeps its body as given; others may need to send it again.
+    this.body =
+      unrepeatable === undefined && settings.policy.maxAttempts > 1
+        ? attemptBody(opts.body, settings.maxReplayBodyBytes)
+        : attemptBody(opts.body, 0);
+  }
+
+  // The controller the caller's handler holds.
+  pause(): void {
+    this.isPaused = true;
+    this.target?.pause();
+  }
+
+  resume(): void {
+    this.isPaused = false;
+    this.target?.resume();
+  }
+
+  abort(reason: Error): void {
+    if (this.abortReason !== null) return;
+    this.abortReason = reason ?? new Error('aborted');
+    this.caller.abort(this.abortReason);
+    this.target?.abort(this.abortReason);
+  }
+
+  get aborted(): boolean {
+    return this.abortReason !== null;
+  }
+
+  get paused(): boolean {
+    return this.isPaused;
+  }
+
+  get reason(): Error | null {
+    return this.abortReason;
+  }
+
+  finish(): void {
+    this.done = true;
+  }
+
+  start(): void {
+    const { settings } = this;
+    const origin = originOf(String(this.opts.origin ?? ''));
+    // Once, before any attempt, so that the caller can abort at once (also during a wait).
+    this.handler.onRequestStart?.(this, {});
+    const call: CallOptions = { signal: this.caller.signal };
+    if (settings.breakers !== undefined) call.breaker = settings.breakers.get(origin);
+    let last: Attempt | undefined;
+    this.addHooks(call, () => last);
+    const operation = ({ attempt, signal }: { attempt: number; signal: AbortSignal }) =>
+      new Promise<Attempt>((resolve, reject) => {
+        const settle = () => signal.removeEventListener('abort', onAbort);
+        const done = (value: Attempt) => {
+          settle();
+          last = value;
+          if (this.isKeyed) settings.keyed.add(value);
+          resolve(value);
+        };
+        const failed = (error: unknown) => {
+          settle();
+          reject(error);
+        };
+        const one = new Attempt(this, done, failed);
+        const onAbort = () => one.kill(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        if (signal.aborted) {
+          one.kill(signal.reason);
+          return;
+        }
+        const attemptOpts: UndiciDispatchOptions = {
+          ...this.opts,
+          headers:
+            attempt > 1 && settings.attemptHeader !== undefined
+              ? withHeader(this.headers, settings.attemptHeader, String(attempt))
+              : this.headers,
+          body: this.body.forAttempt(attempt),
+        };
+        try {
+          this.dispatch(attemptOpts, one);
+        } catch (error) {
+          one.onResponseError(undefined, error as Error);
+        }
+      });
+    let policy = settings.origins === undefined ? settings.policy : settings.origins.get(origin);
+    if (!this.body.alwaysReplayable && this.unrepeatable === undefined) {
+      policy = { ...policy, shouldRetry: guardBody(policy.shouldRetry as Judge, this) };
+    }
+    execute(policy, operation, call, CHECK, this.unrepeatable).then(
+      (attempt) => {
+        if (this.bodyRefused) amendReason(attempt, 'body-not-replayable');
+        try {
+          attempt.forward();
+        } catch (error) {
+          // The caller's handler threw: undici would close the request and report it the same way.
+          attempt.controller?.abort(asError(error));
+        }
+      },
+      (error: unknown) => {
+        if (this.bodyRefused) amendReason(error, 'body-not-replayable');
+        if (typeof error === 'object' && error !== null) delivered.add(error);
+        if (this.done) return;
+        this.done = true;
+        this.handler.onResponseError?.(this, asError(error));
+      },
+    );
+  }
+
+  /** Request-shaped hooks for this call, when the interceptor has any. */
+  private addHooks(call: CallOptions, last: () => Attempt | undefined): void {
+    const { onRetry, onGiveUp, onSuccess } = this.settings.hooks;
+    if (onRetry === undefined && onGiveUp === undefined && onSuccess === undefined) return;
+    let about: { method: string; url: string } | undefined;
+    const describe = () => {
+      about ??= { method: this.method, url: describeUrl(this.opts) };
+      return about;
+    };
+    const shape = <E extends { readonly error: unknown }>(event: E) => {
+      const { error, ...rest } = event;
+      const response = last();
+      return response !== undefined && error === response
+        ? { ...rest, ...describe(), status: response.status }
+        : { ...rest, ...describe(), error };
+    };
+    if (onRetry !== undefined) call.onRetry = (event) => onRetry(shape(event));
+    if (onGiveUp !== undefined) {
+      call.onGiveUp = (event) =>
+        onGiveUp({
+          ...shape(event),
+          ...(this.bodyRefused ? { reason: 'body-not-replayable' as GiveUpReason } : {}),
+        });
+    }
+    if (onSuccess !== undefined) {
+      call.onSuccess = (event) => {
+        const response = last();
+        onSuccess({
+          ...event,
+          ...describe(),
+          ...(response === undefined ? {} : { status: response.status }),
+        });
+      };
+    }
+  }
+}
+
+/** The engine gave up with 'not-retryable' only because the body could not be sent again. */
+function amendReason(value: unknown, reason: GiveUpReason): void {
+  const report = getRetryReport(value);
+  if (report !== undefined && report.reason === 'not-retryable')
+    setReport(value, { ...report, reason });
+}
+
+function describeUrl(opts: UndiciDispatchOptions): string {
+  try {
+    return redactUrl(new URL(opts.path ?? '/', String(opts.origin ?? '')));
+  } catch {
+    return redactUrl(`${String(opts.origin ?? '')}${opts.path ?? ''}`);
+  }
+}

@@ -1,0 +1,611 @@
+// stormproof/undici against real loopback servers (node:http on 127.0.0.1, port 0), with undici 7
+// (the root devDependency): Agent.compose, undici's fetch, Node 20's built-in fetch through
+// installGlobal, and composition with undici's dns, redirect and deduplicate interceptors and
+// MockAgent. The last part ports the behaviours of undici's own retry interceptor tests
+// (nodejs/undici test/interceptors/retry.js), each difference named where stormproof differs.
+import { once } from 'node:events';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import * as undici from 'undici';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { getRetryReport as getFetchReport } from '../src/fetch/index.js';
+import {
+  getRetryReport,
+  type InterceptorOptions,
+  installGlobal,
+  interceptor,
+  isRetryFromAbove,
+  type UndiciDispatch,
+  type UndiciGiveUpEvent,
+  type UndiciHandler,
+  type UndiciInterceptor,
+} from '../src/undici/index.js';
+
+const { Agent, MockAgent, interceptors } = undici;
+
+type Reply = (req: IncomingMessage, res: ServerResponse, body: string) => void;
+
+/** Requests seen, per path: method, headers, body. */
+interface Seen {
+  method: string;
+  headers: IncomingMessage['headers'];
+  body: string;
+}
+
+let server: Server;
+let base = '';
+let refused = '';
+const scripts = new Map<string, Reply[]>();
+const seen = new Map<string, Seen[]>();
+const stalled = new Set<ServerResponse>();
+
+/** The replies a path gives, in order; the last one repeats. */
+function script(path: string, ...replies: Reply[]): string {
+  scripts.set(path, replies);
+  seen.set(path, []);
+  return path;
+}
+
+const status =
+  (code: number, body = String(code), headers: Record<string, string> = {}): Reply =>
+  (_req, res) =>
+    res.writeHead(code, headers).end(body);
+const echo: Reply = (_req, res, body) => res.writeHead(200).end(`got:${body}`);
+const stall: Reply = (_req, res) => {
+  stalled.add(res);
+};
+const destroy: Reply = (req) => req.socket.destroy();
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const list = seen.get(path);
+      const body = Buffer.concat(chunks).toString();
+      list?.push({ method: req.method ?? '', headers: req.headers, body });
+      const replies = scripts.get(path);
+      if (replies === undefined || list === undefined) {
+        res.writeHead(404).end();
+        return;
+      }
+      const reply = replies[Math.min(list.length - 1, replies.length - 1)]!;
+      reply(req, res, body);
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const closed = createServer();
+  closed.listen(0, '127.0.0.1');
+  await once(closed, 'listening');
+  refused = `http://127.0.0.1:${(closed.address() as AddressInfo).port}`;
+  closed.close();
+  await once(closed, 'close');
+});
+
+const agents: { close(): Promise<unknown> }[] = [];
+
+afterEach(async () => {
+  for (const res of stalled) res.destroy();
+  stalled.clear();
+  await Promise.all(agents.splice(0).map((a) => a.close()));
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  server.close();
+  await once(server, 'close');
+});
+
+/** Fast retries for the tests: waits of a few ms. */
+const FAST: InterceptorOptions = { baseDelayMs: 1, maxDelayMs: 5 };
+
+function agentWith(...chain: (UndiciInterceptor | ReturnType<typeof interceptors.dns>)[]) {
+  const agent = new Agent();
+  agents.push(agent);
+  // compose: the last interceptor is called first.
+  return agent.compose(...(chain as Parameters<typeof agent.compose>));
+}
+
+async function get(
+  dispatcher: undici.Dispatcher,
+  path: string,
+  options: Partial<undici.Dispatcher.RequestOptions> = {},
+) {
+  const res = await dispatcher.request({ origin: base, path, method: 'GET', ...options });
+  return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+}
+
+describe('interceptor() with undici 7 Agent.compose', () => {
+  it('retries 503, 503 and returns the 200, with the attempt header on each retry', async () => {
+    const path = script('/flaky', status(503), status(503), status(200, 'ok'));
+    const res = await get(agentWith(interceptor(FAST)), path);
+    expect(res).toMatchObject({ status: 200, body: 'ok' });
+    expect(seen.get(path)!.map((r) => r.headers['stormproof-attempt'])).toEqual([
+      undefined,
+      '2',
+      '3',
+    ]);
+  });
+
+  it('passes the last failed response on, body and all, instead of throwing (undici#3837, #4222)', async () => {
+    const path = script('/down', (_q, res) =>
+      res.writeHead(503).end(`busy ${seen.get('/down')!.length}`),
+    );
+    const events: UndiciGiveUpEvent[] = [];
+    const res = await get(
+      agentWith(interceptor({ ...FAST, onGiveUp: (e) => events.push(e) })),
+      path,
+    );
+    expect(res).toMatchObject({ status: 503, body: 'busy 4' });
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({
+      reason: 'max-attempts',
+      attempts: 4,
+      status: 503,
+      method: 'GET',
+    });
+    expect(events[0]!.url).toBe(`${base}/down`);
+  });
+
+  it('rejects with the last network error itself and its report, after the attempts', async () => {
+    const agent = new Agent();
+    agents.push(agent);
+    const d = agent.compose(interceptor(FAST));
+    const error = await d.request({ origin: refused, path: '/', method: 'GET' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((error as { code?: string }).code).toBe('ECONNREFUSED');
+    expect(getRetryReport(error)).toMatchObject({ reason: 'max-attempts', attempts: 4 });
+  });
+
+  it('sends a POST once (not idempotent) and retries one with an Idempotency-Key, same key', async () => {
+    const post = script('/post', status(503), status(200, 'ok'));
+    const d = agentWith(interceptor(FAST));
+    expect(await get(d, post, { method: 'POST', body: 'x' })).toMatchObject({ status: 503 });
+    expect(seen.get(post)).toHaveLength(1);
+    const keyed = script('/keyed', status(503), status(200, 'ok'));
+    const res = await get(d, keyed, {
+      method: 'POST',
+      body: 'x',
+      headers: { 'idempotency-key': '"k1"' },
+    });
+    expect(res).toMatchObject({ status: 200 });
+    expect(seen.get(keyed)!.map((r) => [r.headers['idempotency-key'], r.body])).toEqual([
+      ['"k1"', 'x'],
+      ['"k1"', 'x'],
+    ]);
+    const auto = script('/auto', status(503), status(200, 'ok'));
+    await get(agentWith(interceptor({ ...FAST, idempotencyKey: 'auto' })), auto, {
+      method: 'POST',
+    });
+    const keys = seen.get(auto)!.map((r) => r.headers['idempotency-key']);
+    expect(keys).toHaveLength(2);
+    expect(keys[0]).toMatch(/^"[0-9a-f-]{36}"$/);
+    expect(keys[1]).toBe(keys[0]);
+  });
+
+  it('a 409 or 422 on a keyed request is final', async () => {
+    const path = script('/conflict', status(409), status(200));
+    const res = await get(agentWith(interceptor({ ...FAST, shouldRetry: () => true })), path, {
+      method: 'POST',
+      headers: { 'idempotency-key': '"k2"' },
+    });
+    expect(res.status).toBe(409);
+    expect(seen.get(path)).toHaveLength(1);
+  });
+
+  it('replays a streamed body from its recorded copy, and not past maxReplayBodyBytes', async () => {
+    const path = script('/upload', status(503), echo);
+    const d = agentWith(interceptor(FAST));
+    const res = await get(d, path, { method: 'PUT', body: Readable.from(['a', 'b', 'c']) });
+    expect(res).toMatchObject({ status: 200, body: 'got:abc' });
+    expect(seen.get(path)!.map((r) => r.body)).toEqual(['abc', 'abc']);
+
+    const big = script('/upload-big', status(503), echo);
+    const events: UndiciGiveUpEvent[] = [];
+    const small = agentWith(
+      interceptor({ ...FAST, maxReplayBodyBytes: 2, onGiveUp: (e) => events.push(e) }),
+    );
+    const once503 = await get(small, big, { method: 'PUT', body: Readable.from(['a', 'b', 'c']) });
+    expect(once503.status).toBe(503);
+    expect(seen.get(big)).toHaveLength(1);
+    expect(events[0]?.reason).toBe('body-not-replayable');
+  });
+
+  it('reads an SDK retry as an attempt marker and does not retry it (one retry layer)', async () => {
+    const d = agentWith(interceptor(FAST));
+    const sdk = script('/sdk', status(503));
+    await get(d, sdk, { headers: { 'x-stainless-retry-count': '1' } });
+    expect(seen.get(sdk)).toHaveLength(1);
+    const aws = script('/aws', status(503));
+    await get(d, aws, { headers: { 'amz-sdk-request': 'attempt=2; max=3' } });
+    expect(seen.get(aws)).toHaveLength(1);
+    const own = script('/own', status(503));
+    await get(d, own, { headers: { 'stormproof-attempt': '2' } });
+    expect(seen.get(own)).toHaveLength(1);
+    // The SDK's first attempt is retried here: its retries then pass through once each.
+    const first = script('/first', status(503), status(200));
+    expect(
+      (await get(d, first, { headers: { 'amz-sdk-request': 'attempt=1; max=3' } })).status,
+    ).toBe(200);
+    expect(seen.get(first)).toHaveLength(2);
+    expect(isRetryFromAbove({ 'x-stainless-retry-count': '0' }, undefined)).toBe(false);
+    expect(isRetryFromAbove([['Amz-Sdk-Request', 'attempt=3; max=3']], undefined)).toBe(true);
+  });
+
+  it('retries a headers timeout (UND_ERR_HEADERS_TIMEOUT) and ends a stalled request by the deadline', async () => {
+    const path = script('/slow-once', stall, status(200, 'ok'));
+    const agent = new Agent({ headersTimeout: 100 });
+    agents.push(agent);
+    const res = await get(agent.compose(interceptor(FAST)), path);
+    expect(res.status).toBe(200);
+    expect(seen.get(path)).toHaveLength(2);
+
+    const hung = script('/hung', stall);
+    const started = performance.now();
+    const error = await get(agentWith(interceptor({ ...FAST, deadlineMs: 300 })), hung).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((error as Error).constructor.name).toBe('DeadlineExceededError');
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(getRetryReport(error)?.reason).toBe('deadline');
+  });
+
+  it("classifies undici's UND_ERR_INFO (HTTP/2 stream timeout, reset) as retryable (undici#5087)", async () => {
+    let calls = 0;
+    const next: UndiciDispatch = (_opts, handler) => {
+      calls++;
+      if (calls === 1) {
+        const error = new undici.errors.InformationalError('HTTP/2: "stream timeout after 100"');
+        queueMicrotask(() => handler.onResponseError?.(undefined as never, error));
+      } else {
+        const controller = fakeController();
+        handler.onRequestStart?.(controller, {});
+        handler.onResponseStart?.(controller, 200, {}, 'OK');
+        handler.onResponseEnd?.(controller, {});
+      }
+      return true;
+    };
+    const retries: string[] = [];
+    const dispatch = interceptor({ ...FAST, onRetry: (e) => retries.push(e.verdict.kind) })(next);
+    const result = await collect(dispatch, { origin: base, path: '/', method: 'GET' });
+    expect(result.status).toBe(200);
+    expect(retries).toEqual(['timeout']);
+  });
+
+  it('holds the process open while a retry waits, unless unref: true (undici#3975)', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    for (const unref of [false, true]) {
+      const path = script(`/wait-${unref}`, status(503), status(200));
+      let during = -1;
+      const before = timers();
+      const d = agentWith(
+        interceptor({
+          baseDelayMs: 200,
+          maxDelayMs: 200,
+          jitter: 'none',
+          unref,
+          onRetry: () => {
+            setTimeout(() => {
+              during = timers();
+            }, 50).unref();
+          },
+        }),
+      );
+      expect((await get(d, path)).status).toBe(200);
+      if (unref) expect(during).toBeLessThanOrEqual(before);
+      else expect(during).toBeGreaterThan(before);
+    }
+  });
+
+  it('aborts a wait at once when the caller aborts', async () => {
+    const path = script('/abort', status(503));
+    const d = agentWith(interceptor({ baseDelayMs: 5000, maxDelayMs: 5000, jitter: 'none' }));
+    const controller = new AbortController();
+    const started = performance.now();
+    setTimeout(() => controller.abort(new Error('stop')), 50);
+    const error = await get(d, path, { signal: controller.signal }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(seen.get(path)).toHaveLength(1);
+  });
+
+  it('keeps a budget per origin and a breaker per origin', async () => {
+    const path = script('/always-down', status(503));
+    const d = agentWith(interceptor({ ...FAST, breaker: { consecutiveFailures: 2 } }));
+    await get(d, path);
+    const error = await get(d, path).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((error as Error).name).toBe('BreakerOpenError');
+  });
+
+  it('throws at construction naming a bad option, null included', () => {
+    expect(() => interceptor({ maxAttempts: null as never })).toThrow(/interceptor maxAttempts/);
+    expect(() => interceptor({ attemptHeader: 'bad header' })).toThrow(/interceptor attemptHeader/);
+    expect(() => interceptor({ maxReplayBodyBytes: -1 })).toThrow(/interceptor maxReplayBodyBytes/);
+    expect(() => interceptor({ unref: null as never })).toThrow(/interceptor unref/);
+    expect(() => interceptor({ retryMethods: null as never })).toThrow(/interceptor retryMethods/);
+    expect(() => interceptor({ breaker: null as never })).toThrow(/interceptor breaker/);
+    expect(() => interceptor({ hedge: {} } as never)).toThrow(/hedge/);
+    expect(() => interceptor(null as never)).toThrow(/interceptor/);
+    expect(() =>
+      interceptor({ unref: true, clock: { now: () => 0, sleep: async () => {} } }),
+    ).toThrow(/unref cannot be used with clock/);
+  });
+});
+
+describe("with undici 7's fetch", () => {
+  it('retries through the dispatcher; a network failure report is found through the cause', async () => {
+    const path = script('/fetch-flaky', status(503), status(200, 'ok'));
+    const d = agentWith(interceptor(FAST));
+    const res = await undici.fetch(`${base}${path}`, { dispatcher: d });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toBe('ok');
+    const failed = await undici.fetch(`${refused}/`, { dispatcher: d }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((failed as Error).message).toBe('fetch failed');
+    expect(getRetryReport(failed)).toMatchObject({ reason: 'max-attempts', attempts: 4 });
+    // stormproof/fetch above sees the failure as retried already: one layer.
+    expect(getFetchReport(failed)?.reason).toBe('max-attempts');
+  });
+
+  it('replays a fetch body (undici hands it to the dispatcher as a stream)', async () => {
+    const path = script('/fetch-put', status(503), echo);
+    const res = await undici.fetch(`${base}${path}`, {
+      method: 'PUT',
+      body: 'hello',
+      dispatcher: agentWith(interceptor(FAST)),
+    });
+    expect(await res.text()).toBe('got:hello');
+    expect(seen.get(path)!.map((r) => r.body)).toEqual(['hello', 'hello']);
+  });
+});
+
+describe('composition (undici#3901, #4106)', () => {
+  it('with the dns, redirect and deduplicate interceptors', async () => {
+    const target = script('/target', status(503), status(200, 'there'));
+    script('/moved', status(302, '', { location: target }));
+    const d = agentWith(
+      interceptor(FAST),
+      interceptors.dns({
+        lookup: (_h, _o, cb) => cb(null, [{ address: '127.0.0.1', family: 4, ttl: 60_000 }]),
+      }),
+      interceptors.redirect({ maxRedirections: 2 }),
+      interceptors.deduplicate(),
+    );
+    const res = await get(d, '/moved');
+    expect(res).toMatchObject({ status: 200, body: 'there' });
+    const same = script('/dedup', status(503), status(200, 'once'));
+    const both = await Promise.all([get(d, same), get(d, same)]);
+    expect(both.map((r) => r.body)).toEqual(['once', 'once']);
+  });
+
+  it('with MockAgent', async () => {
+    const mock = new MockAgent();
+    mock.disableNetConnect();
+    agents.push(mock);
+    const pool = mock.get('http://api.test');
+    pool.intercept({ path: '/m', method: 'GET' }).reply(503, 'busy');
+    pool.intercept({ path: '/m', method: 'GET' }).reply(200, 'mocked');
+    const d = mock.compose(interceptor(FAST));
+    const res = await d.request({ origin: 'http://api.test', path: '/m', method: 'GET' });
+    expect(res.statusCode).toBe(200);
+    expect(await res.body.text()).toBe('mocked');
+  });
+});
+
+describe('installGlobal', () => {
+  it("makes Node's built-in fetch retry (Node 20's bundled undici reads the .1 slot) and uninstalls", async () => {
+    const path = script('/global', status(503), status(200, 'ok'));
+    const before = undici.getGlobalDispatcher();
+    const uninstall = installGlobal({ undici, ...FAST });
+    try {
+      expect(() => installGlobal({ undici })).toThrow(/already called/);
+      const res = await globalThis.fetch(`${base}${path}`);
+      expect(res.status).toBe(200);
+      expect(await res.text()).toBe('ok');
+      expect(seen.get(path)).toHaveLength(2);
+    } finally {
+      uninstall();
+    }
+    expect(undici.getGlobalDispatcher()).toBe(before);
+    const after = script('/global-after', status(503), status(200));
+    expect((await globalThis.fetch(`${base}${after}`)).status).toBe(503);
+  });
+
+  it('throws naming the cause where it cannot work', () => {
+    expect(() => installGlobal({} as never)).toThrow(
+      /installGlobal undici must be the undici module.*does not expose the undici it bundles/,
+    );
+    expect(() => installGlobal({ undici: null as never })).toThrow(/installGlobal undici/);
+    const six = { getGlobalDispatcher: () => ({}), setGlobalDispatcher: () => {} };
+    expect(() => installGlobal({ undici: six })).toThrow(/undici 7 or later/);
+    expect(() => installGlobal({ undici, maxAttempts: 0 })).toThrow(/interceptor maxAttempts/);
+  });
+});
+
+// The behaviours of undici's own retry interceptor tests (nodejs/undici
+// test/interceptors/retry.js), run through stormproof's interceptor.
+describe("ported from undici's retry interceptor tests", () => {
+  it('Should retry status code: a dropped connection, a 500, then 200', async () => {
+    const path = script('/u-status', destroy, status(500, 'failed'), status(200, 'hello world!'));
+    const res = await get(agentWith(interceptor(FAST)), path, {
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res).toMatchObject({ status: 200, body: 'hello world!' });
+    expect(seen.get(path)).toHaveLength(3);
+  });
+
+  it('Should retry on error code: ENOTFOUND from the dns interceptor', async () => {
+    // Difference: stormproof does not retry ENOTFOUND (a name that does not resolve will not
+    // resolve a second later, and every retry is load on the resolver); undici retries it 5 times.
+    let lookups = 0;
+    const d = agentWith(
+      interceptor(FAST),
+      interceptors.dns({
+        lookup: (_h, _o, cb) => {
+          lookups++;
+          cb(Object.assign(new Error('ENOTFOUND'), { code: 'ENOTFOUND' }), []);
+        },
+      }),
+    );
+    const error = await d
+      .request({ origin: 'http://localhost:123', path: '/', method: 'GET' })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect((error as { code?: string }).code).toBe('ENOTFOUND');
+    expect(lookups).toBe(1);
+  });
+
+  it('Should use retry-after header for retries (seconds, and a date)', async () => {
+    // Difference: undici waits exactly Retry-After; stormproof adds its jittered backoff on top,
+    // so clients told the same value do not return together.
+    for (const header of [() => '1', () => new Date(Date.now() + 2000).toUTCString()]) {
+      let at = 0;
+      const path = script(
+        `/u-retry-after-${header().length}`,
+        (_q, res) => {
+          at = Date.now();
+          res.writeHead(429, { 'retry-after': header() }).end('rate limit');
+        },
+        (_q, res) => res.writeHead(200).end(`${Date.now() - at}`),
+      );
+      const res = await get(agentWith(interceptor({ ...FAST, deadlineMs: 10_000 })), path, {
+        method: 'PUT',
+      });
+      expect(res.status).toBe(200);
+      expect(Number(res.body)).toBeGreaterThanOrEqual(900);
+    }
+  }, 15_000);
+
+  it('a Retry-After past the deadline ends the request at once with that response', async () => {
+    // Difference: undici caps Retry-After at maxTimeout and waits; stormproof does not wait for
+    // what the deadline cannot hold.
+    const path = script('/u-far', status(503, 'later', { 'retry-after': '3600' }));
+    const started = performance.now();
+    const res = await get(agentWith(interceptor({ ...FAST, deadlineMs: 5000 })), path);
+    expect(res).toMatchObject({ status: 503, body: 'later' });
+    expect(performance.now() - started).toBeLessThan(1000);
+  });
+
+  it('Should retry with defaults: a dropped connection, a 500, then 200', async () => {
+    const path = script('/u-defaults', destroy, status(500), status(200, 'hello world!'));
+    const res = await get(agentWith(interceptor({ baseDelayMs: 1, maxDelayMs: 5 })), path);
+    expect(res.body).toBe('hello world!');
+  });
+
+  it('Should pass context from other interceptors (redirect history)', async () => {
+    const path = script('/u-context', status(200, 'hello world!'));
+    const d = agentWith(interceptor(FAST), interceptors.redirect({ maxRedirections: 1 }));
+    const res = await d.request({ origin: base, path, method: 'GET' });
+    expect(res.statusCode).toBe(200);
+    expect(res.context).toEqual({ history: [new URL(path, base)] });
+    await res.body.text();
+  });
+
+  it('Should handle informational responses (103 Early Hints reach onInfo)', async () => {
+    const path = script('/u-info', (_q, res) => {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+      res.end('hello world!');
+    });
+    const d = agentWith(interceptor(FAST));
+    const infos: unknown[] = [];
+    const res = await d.request({
+      origin: base,
+      path,
+      method: 'GET',
+      onInfo: (i) => infos.push(i),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(await res.body.text()).toBe('hello world!');
+    expect(infos).toEqual([
+      { statusCode: 103, headers: { link: '</style.css>; rel=preload; as=style' } },
+    ]);
+  });
+
+  it('a body cut off after the response head is not resumed: the caller gets the error', async () => {
+    // Difference: undici resumes a cut-off 200 with Range and If-Match; stormproof forwards the
+    // head and its body as they come, and an error after the head reaches the caller (a retry
+    // then would hand the caller a second head).
+    const path = script('/u-partial', (_q, res) => {
+      res.writeHead(200, { 'content-length': '6', etag: 'asd' });
+      res.write('abc');
+      setTimeout(() => res.destroy(), 50);
+    });
+    const d = agentWith(interceptor(FAST));
+    const res = await d.request({ origin: base, path, method: 'GET' });
+    expect(res.statusCode).toBe(200);
+    await expect(res.body.text()).rejects.toThrow();
+    expect(seen.get(path)).toHaveLength(1);
+  });
+
+  it('Should not retry a method outside the list, nor a status outside the retryable ones', async () => {
+    const post = script('/u-post', status(500));
+    const d = agentWith(interceptor(FAST));
+    expect((await get(d, post, { method: 'POST' })).status).toBe(500);
+    const notFound = script('/u-404', status(404));
+    expect((await get(d, notFound)).status).toBe(404);
+    expect(seen.get(post)).toHaveLength(1);
+    expect(seen.get(notFound)).toHaveLength(1);
+  });
+
+  it('a 500 is retried once (maxInternalErrorRetries), a 503 up to maxAttempts', async () => {
+    // Difference: undici retries a 500 like a 503, up to maxRetries (5).
+    const path = script('/u-500', status(500));
+    expect((await get(agentWith(interceptor(FAST)), path)).status).toBe(500);
+    expect(seen.get(path)).toHaveLength(2);
+  });
+});
+
+// A controller for a dispatch double.
+function fakeController() {
+  let paused = false;
+  return {
+    abort: () => {},
+    pause: () => {
+      paused = true;
+    },
+    resume: () => {
+      paused = false;
+    },
+    aborted: false,
+    get paused() {
+      return paused;
+    },
+    reason: null,
+  };
+}
+
+/** Runs one dispatch and gathers what the handler receives. */
+function collect(dispatch: UndiciDispatch, opts: Parameters<UndiciDispatch>[0]) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    let status = 0;
+    let body = '';
+    const handler: UndiciHandler = {
+      onResponseStart: (_c, code) => {
+        status = code;
+      },
+      onResponseData: (_c, chunk) => {
+        body += Buffer.from(chunk).toString();
+      },
+      onResponseEnd: () => resolve({ status, body }),
+      onResponseError: (_c, error) => reject(error),
+    };
+    dispatch(opts, handler);
+  });
+}
