@@ -133,6 +133,30 @@ async function checkWorkerd() {
   }
 }
 
+/** installGlobal with a user-installed undici protects the runtime's built-in fetch. */
+async function checkUndici({ name, command }, pkg) {
+  const stdout = await output(command, [`${here}undici.mjs`, base, refused, name, pkg]);
+  const results = JSON.parse(stdout.trim().split('\n').at(-1));
+  const problems = [];
+  const expect = (what, actual, expected) => {
+    if (!isDeepStrictEqual(actual, expected)) {
+      problems.push(`${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+    }
+  };
+  expect('built-in fetch 503, 503, 200', results.flaky, {
+    status: 200,
+    body: 'ok 3',
+    builtin: true,
+  });
+  expect('built-in fetch to a refused port', results.refused, {
+    message: 'fetch failed',
+    reason: 'max-attempts',
+    attempts: 4,
+  });
+  expect('after uninstall, no retry', results.after, 503);
+  return problems;
+}
+
 /** The CLI: its help and one exact figure of the toy herd model. */
 async function checkCli({ name, command }) {
   const prefix = name === 'deno' ? ['run', '--allow-all'] : [];
@@ -151,6 +175,12 @@ const jobs = [
     () => checkScriptRuntime(runtime),
   ]),
   ['workerd (miniflare): core, stormproof/fetch and stormproof/server', checkWorkerd],
+  ...RUNTIMES.filter((runtime) => runtime.name.startsWith('node')).flatMap((runtime) =>
+    ['undici7', 'undici8'].map((pkg) => [
+      `${runtime.name}: stormproof/undici installGlobal with ${pkg}, built-in fetch`,
+      () => checkUndici(runtime, pkg),
+    ]),
+  ),
   ...RUNTIMES.map((runtime) => [`${runtime.name}: CLI`, () => checkCli(runtime)]),
 ];
 let failed = 0;
