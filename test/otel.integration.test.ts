@@ -1,0 +1,184 @@
+// stormproof/otel end to end, on loopback: (1) a stormproof/server (nodeMiddleware on node:http)
+// under overload, its metrics exported through @opentelemetry/exporter-prometheus and scraped
+// over HTTP: shed counts and the limit, matching the engine's own stats; (2) a createFetch client
+// against a server that fails each request twice, its retry metrics and the resend counts that
+// instrumentation-undici's spans carry (through undiciStartSpanHook) matching what the server saw.
+// Bounded: every server is closed, every provider shut down.
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+import { context } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createFetch } from '../src/fetch/index.js';
+import { instrument, undiciStartSpanHook } from '../src/otel/index.js';
+import { createShedder, nodeMiddleware } from '../src/server/index.js';
+
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+const contextManager = new AsyncLocalStorageContextManager();
+beforeAll(() => {
+  context.setGlobalContextManager(contextManager.enable());
+});
+afterAll(() => {
+  context.disable();
+});
+
+async function listen(server: http.Server): Promise<string> {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  closers.push(async () => {
+    server.closeAllConnections();
+    server.close();
+    await once(server, 'close');
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** The value of one Prometheus sample, by its name and labels as they appear in the scrape. */
+function sample(scrape: string, name: string, labels: Record<string, string> = {}): number {
+  const total = scrape
+    .split('\n')
+    .filter((line) => line.startsWith(`${name}{`) || line.startsWith(`${name} `))
+    .filter((line) => Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`)))
+    .reduce((sum, line) => sum + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  return total;
+}
+
+describe('stormproof/otel end to end', () => {
+  it('a shedding server, scraped through exporter-prometheus: shed counts and the limit', async () => {
+    const exporter = new PrometheusExporter({ preventServerStart: true });
+    const meterProvider = new MeterProvider({ readers: [exporter] });
+    const handle = instrument({ meterProvider, traces: false });
+    closers.push(
+      () => meterProvider.shutdown(),
+      () => handle.stop(),
+    );
+    const metricsUrl = await listen(
+      http.createServer((req, res) => exporter.getMetricsRequestHandler(req, res)),
+    );
+    let limitMoves = 0;
+    const shedder = createShedder({
+      limit: { kind: 'aimd', initial: 8, min: 2, max: 50 },
+      queue: false,
+      ramp: false,
+      onLimit: () => limitMoves++,
+    });
+    closers.push(() => shedder.close());
+    const shed = nodeMiddleware(shedder);
+    const app = http.createServer((req, res) =>
+      shed(req, res, async () => {
+        await delay(15);
+        res.end('ok');
+      }),
+    );
+    const url = await listen(app);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 200 });
+    closers.push(() => agent.destroy());
+    const get = () =>
+      new Promise<number>((resolve) => {
+        http
+          .get(url, { agent }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          })
+          .on('error', () => resolve(0));
+      });
+    // About 5x what the limit lets through: bursts of 40 against a limit of 8, ten rounds.
+    const statuses: number[] = [];
+    for (let round = 0; round < 10; round++) {
+      statuses.push(...(await Promise.all(Array.from({ length: 40 }, get))));
+    }
+    const stats = shedder.stats();
+    const scrape = await (await fetch(`${metricsUrl}/metrics`)).text();
+    const rejected = statuses.filter((s) => s === 503).length;
+    expect(rejected).toBeGreaterThan(0);
+    expect(sample(scrape, 'stormproof_server_shed_total')).toBe(rejected);
+    expect(
+      sample(scrape, 'stormproof_server_shed_total', { stormproof_shed_reason: 'limit' }),
+    ).toBe(stats.shed.limit);
+    expect(sample(scrape, 'stormproof_server_admitted_total')).toBe(stats.admitted);
+    expect(sample(scrape, 'stormproof_server_limit')).toBe(stats.limit);
+    expect(limitMoves).toBeGreaterThan(0);
+    expect(sample(scrape, 'stormproof_server_limit_changes_total')).toBe(limitMoves);
+    // exporter-prometheus 0.223 keeps the name and states the unit: `# UNIT ... s`.
+    expect(sample(scrape, 'stormproof_server_retry_after_count')).toBe(rejected);
+    expect(scrape).toContain('# UNIT stormproof_server_retry_after s');
+  });
+
+  it('a fetch client against a failing server: retries and resend counts match the server', async () => {
+    const seenByServer: Array<{ id: string; attempt: string | undefined }> = [];
+    const counts = new Map<string, number>();
+    const url = await listen(
+      http.createServer((req, res) => {
+        const id = new URL(req.url ?? '/', 'http://x').searchParams.get('id') ?? '';
+        const n = (counts.get(id) ?? 0) + 1;
+        counts.set(id, n);
+        seenByServer.push({ id, attempt: req.headers['stormproof-attempt'] as string | undefined });
+        res.writeHead(n <= 2 ? 503 : 200, { 'retry-after': '0' }).end(n <= 2 ? 'busy' : 'ok');
+      }),
+    );
+    const metricReader = new PrometheusExporter({ preventServerStart: true });
+    const meterProvider = new MeterProvider({ readers: [metricReader] });
+    const spans = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({
+      spanProcessors: [new SimpleSpanProcessor(spans)],
+    });
+    const undici = new UndiciInstrumentation({ startSpanHook: undiciStartSpanHook });
+    undici.setTracerProvider(tracerProvider);
+    undici.enable();
+    const handle = instrument({ meterProvider, tracerProvider });
+    closers.push(
+      () => undici.disable(),
+      () => handle.stop(),
+      () => meterProvider.shutdown(),
+      () => tracerProvider.shutdown(),
+    );
+    const client = createFetch({ baseDelayMs: 1, budget: false });
+    const ids = ['a', 'b', 'c'];
+    for (const id of ids) {
+      const res = await client(`${url}/items?id=${id}&token=secret`);
+      expect(res.status).toBe(200);
+      await res.text();
+    }
+    // The server saw three sends of each request.
+    expect(seenByServer).toHaveLength(9);
+    const { resourceMetrics } = await metricReader.collect();
+    const byName = new Map(
+      resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => [m.descriptor.name, m])),
+    );
+    const attempts = byName.get('stormproof.attempts')!.dataPoints;
+    expect(attempts.reduce((s, p) => s + (p.value as number), 0)).toBe(seenByServer.length);
+    const retries = byName.get('stormproof.call.retries')!.dataPoints[0]!.value as {
+      sum: number;
+      count: number;
+    };
+    expect(retries.sum).toBe(seenByServer.length - ids.length);
+    // instrumentation-undici's one span per physical request, with the resend count the server
+    // saw in the attempt header (attempt - 1), as children of the call's span.
+    const finished = spans.getFinishedSpans();
+    const clientSpans = finished.filter((s) => s.attributes['http.request.method'] === 'GET');
+    expect(clientSpans).toHaveLength(seenByServer.length);
+    const resends = clientSpans.map((s) => s.attributes['http.request.resend_count'] ?? 0);
+    expect(resends).toEqual(seenByServer.map((s) => Number(s.attempt ?? 1) - 1));
+    const calls = finished.filter((s) => s.name === 'stormproof.call');
+    expect(calls).toHaveLength(ids.length);
+    for (const span of clientSpans) {
+      expect(calls.map((c) => c.spanContext().spanId)).toContain(span.parentSpanContext?.spanId);
+    }
+    // No URL (and no secret) in any stormproof attribute.
+    for (const span of calls) expect(JSON.stringify(span.attributes)).not.toMatch(/secret|http:/);
+  });
+});
