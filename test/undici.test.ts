@@ -426,6 +426,17 @@ describe('installGlobal', () => {
     expect((await globalThis.fetch(`${base}${after}`)).status).toBe(503);
   });
 
+  it('uninstall leaves alone a global dispatcher set after it', async () => {
+    const before = undici.getGlobalDispatcher();
+    const uninstall = installGlobal({ undici });
+    const later = new Agent();
+    agents.push(later);
+    undici.setGlobalDispatcher(later);
+    uninstall();
+    expect(undici.getGlobalDispatcher()).toBe(later);
+    undici.setGlobalDispatcher(before);
+  });
+
   it('throws naming the cause where it cannot work', () => {
     expect(() => installGlobal({} as never)).toThrow(
       /installGlobal undici must be the undici module.*does not expose the undici it bundles/,
