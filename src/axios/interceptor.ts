@@ -1,0 +1,875 @@
+// axiosRetry: one request interceptor that puts a retrying adapter in front of the request's own.
+// axios calls an adapter once per request, after the request interceptors and transformRequest
+// and before transformResponse and the response interceptors; wrapping it means each attempt
+// sends the same, already transformed request, and the interceptors and transforms run once per
+// request, whatever the number of attempts. The engine (src/core) classifies, waits, keeps the
+// deadline and asks the budget and the breaker; the HTTP rules shared with stormproof/fetch and
+// stormproof/undici (src/http/checks.ts, src/fetch/request.ts, src/fetch/budgets.ts) decide which
+// requests are safe to repeat. This file only adapts axios to the engine.
+//
+// No runtime import of axios: the instance comes from the user, the types through `import type`.
+import type {
+  AxiosAdapter,
+  AxiosError,
+  AxiosInstance,
+  AxiosResponse,
+  getAdapter as axiosGetAdapter,
+  InternalAxiosRequestConfig,
+} from 'axios';
+import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
+import type { Budget } from '../core/budgets/budget.js';
+import type { Verdict } from '../core/classify.js';
+import {
+  type AttemptContext,
+  type CallOptions,
+  type GiveUpEvent,
+  RETRY_OPTION_KEYS,
+  type ResolvedPolicy,
+  type RetryDecisionContext,
+  type RetryEvent,
+  type RetryPolicyOptions,
+  resolvePolicy,
+  type SuccessEvent,
+  type UnrepeatableReason,
+} from '../core/options.js';
+import { getRetryReport } from '../core/report.js';
+import { execute } from '../core/retry.js';
+import {
+  checkKnownKeys,
+  checkNumber,
+  checkOptionsObject,
+  isThenable,
+  show,
+} from '../core/validate.js';
+import { type BudgetFactory, OriginBudgets, originOf } from '../fetch/budgets.js';
+import { redactUrl } from '../fetch/redact.js';
+import {
+  AUTO_KEY_METHODS,
+  IDEMPOTENCY_KEY_HEADER,
+  isReplayableBody,
+  newIdempotencyKey,
+} from '../fetch/request.js';
+import {
+  checkAttemptHeader,
+  checkBreakers,
+  checkBudgetFactory,
+  checkIdempotencyKey,
+  checkMadeBudget,
+  checkRetryMethods,
+  isKeyConflict,
+  withDefault,
+} from '../http/checks.js';
+import { exponentialDelay } from './delays.js';
+
+/** The total time of one axios request, in ms, attempts and waits included: stormproof/fetch's. */
+export const AXIOS_DEADLINE_MS = 30_000;
+
+/** The time limit of one attempt, in ms: stormproof/fetch's (above ky's 10 s). */
+export const AXIOS_ATTEMPT_TIMEOUT_MS = 15_000;
+
+/** How many origins' retry budgets one axiosRetry remembers by default. */
+export const AXIOS_MAX_ORIGINS = 1000;
+
+/** What every axios event says about its request. Never a header, never a body. */
+export interface AxiosEventContext {
+  /** The request method, in upper case. */
+  readonly method: string;
+  /** The request URL (baseURL joined), without user, password, query values and fragment. */
+  readonly url: string;
+  /** The status of the response the last attempt ended with, when it had one. */
+  readonly status?: number;
+}
+
+/** Sent to `onGiveUp` once, when a request stops retrying and fails. */
+export interface AxiosGiveUpEvent extends GiveUpEvent, AxiosEventContext {}
+
+/** Sent to `onSuccess` once, when an attempt succeeds. */
+export interface AxiosSuccessEvent extends SuccessEvent, AxiosEventContext {}
+
+/** axios-retry's `retryCondition`: may this failure be retried? */
+export type RetryCondition = (error: AxiosError) => boolean | Promise<boolean>;
+
+/** axios-retry's `retryDelay`: the wait before retry `retryCount` (from 1), in ms. */
+export type RetryDelay = (retryCount: number, error: AxiosError) => number;
+
+/** axios-retry's `onRetry`, plus the engine's event (the wait, the verdict) as a fourth argument. */
+export type OnRetry = (
+  retryCount: number,
+  error: AxiosError,
+  requestConfig: InternalAxiosRequestConfig,
+  event: RetryEvent,
+) => unknown;
+
+/** axios-retry's `onMaxRetryTimesExceeded`. */
+export type OnMaxRetryTimesExceeded = (error: AxiosError, retryCount: number) => unknown;
+
+/**
+ * The options a single request may set for itself, in its config under `stormproof`
+ * (axios-retry's per-request `'axios-retry'` key). `stormproof: false` sends the request once.
+ */
+export interface AxiosRetryRequestOptions {
+  /**
+   * How many times to retry after the first attempt: `retries: 3` is up to 4 attempts.
+   * @default 3
+   * @example
+   * ```ts
+   * client.get('/items', { stormproof: { retries: 1 } });
+   * ```
+   */
+  retries?: number | undefined;
+  /**
+   * Decides whether a failure may be retried, replacing stormproof's classification (a promise
+   * that rejects means no). It cannot make a POST or PATCH without an `Idempotency-Key`
+   * repeatable (see `retryMethods`), nor retry a response that says not to retry.
+   * @default stormproof's classification: network errors, timeouts, 408, 429, 502, 503, 504, a 500 once
+   * @example
+   * ```ts
+   * { retryCondition: (error) => error.response?.status === 503 }
+   * ```
+   */
+  retryCondition?: RetryCondition | undefined;
+  /**
+   * The wait before each retry, in ms, used exactly (no jitter added; still bounded by the
+   * deadline). `exponentialDelay` means the engine's own backoff.
+   * @default exponentialDelay (full jitter, 200 ms doubling to 5 s, Retry-After added)
+   * @example
+   * ```ts
+   * { retryDelay: linearDelay(100) }
+   * ```
+   */
+  retryDelay?: RetryDelay | undefined;
+  /**
+   * `true`: axios' `timeout` bounds each attempt. `false`: it bounds the whole request, waits
+   * included (axios-retry's default), so it becomes the request's deadline.
+   * @default true
+   * @example
+   * ```ts
+   * client.get('/items', { timeout: 2000, stormproof: { shouldResetTimeout: false } });
+   * ```
+   */
+  shouldResetTimeout?: boolean | undefined;
+  /**
+   * Called before each wait for a retry with axios-retry's arguments and the engine's event; the
+   * retry waits for a promise it returns, and a rejection ends the request with its reason.
+   * @default undefined
+   * @example
+   * ```ts
+   * { onRetry: (n, error) => console.warn(`retry ${n}: ${error.message}`) }
+   * ```
+   */
+  onRetry?: OnRetry | undefined;
+  /**
+   * Called once when the last allowed attempt failed, before the request rejects; what it throws
+   * replaces the error.
+   * @default undefined
+   * @example
+   * ```ts
+   * { onMaxRetryTimesExceeded: (error, n) => console.error(`gave up after ${n} retries`) }
+   * ```
+   */
+  onMaxRetryTimesExceeded?: OnMaxRetryTimesExceeded | undefined;
+  /**
+   * Decides which responses succeed, instead of axios' `validateStatus`: `false` makes the
+   * response a failed attempt (retried by `retryCondition`). `null` turns off a default one.
+   * @default null (axios' validateStatus decides)
+   * @example
+   * ```ts
+   * { validateResponse: (response) => response.data?.ready === true }
+   * ```
+   */
+  validateResponse?: ((response: AxiosResponse) => boolean) | null | undefined;
+  /**
+   * This request's deadline, in ms, instead of `deadlineMs`.
+   * @default the instance's deadlineMs
+   * @example
+   * ```ts
+   * client.get('/search', { stormproof: { deadlineMs: 2000 } });
+   * ```
+   */
+  deadlineMs?: number | undefined;
+}
+
+declare module 'axios' {
+  interface AxiosRequestConfig {
+    /** stormproof/axios: this request's retry options, or `false` to send it once. */
+    stormproof?: AxiosRetryRequestOptions | false | undefined;
+  }
+}
+
+/** The options of `axiosRetry`: axios-retry's, the engine's policy options and the HTTP rules. */
+export interface AxiosRetryOptions
+  extends Omit<
+      RetryPolicyOptions,
+      | 'onRetry'
+      | 'onGiveUp'
+      | 'onSuccess'
+      | 'deadlineMs'
+      | 'attemptTimeoutMs'
+      | 'budget'
+      | 'breaker'
+      | 'shouldRetry'
+      | 'hedge'
+    >,
+    Omit<AxiosRetryRequestOptions, 'deadlineMs'> {
+  /**
+   * The total time of one request, in ms, waits included. A retry whose wait would end past it
+   * is not made.
+   * @default 30000
+   * @example
+   * ```ts
+   * axiosRetry(axios, { deadlineMs: 3000 }); // an interactive screen
+   * ```
+   */
+  deadlineMs?: number | undefined;
+  /**
+   * The time limit of each attempt, in ms (axios' own `timeout` applies too).
+   * @default 15000
+   * @example
+   * ```ts
+   * axiosRetry(axios, { attemptTimeoutMs: 2000 });
+   * ```
+   */
+  attemptTimeoutMs?: number | undefined;
+  /**
+   * The retry budget: by default a `RetryBudget` per origin; a function makes each origin's; a
+   * `Budget` is shared by all; `false` turns budgets off.
+   * @default a new RetryBudget() per origin
+   * @example
+   * ```ts
+   * axiosRetry(axios, { budget: () => new RetryBudget({ maxCredits: 50 }) });
+   * ```
+   */
+  budget?: Budget | BudgetFactory | false | undefined;
+  /**
+   * How many origins' budgets are remembered; past it the least recently used is forgotten.
+   * @default 1000
+   * @example
+   * ```ts
+   * axiosRetry(axios, { maxOrigins: 50 });
+   * ```
+   */
+  maxOrigins?: number | undefined;
+  /**
+   * Circuit breakers, one per origin: `true` for the defaults, a `BreakerRegistry`'s options, or
+   * a `BreakerRegistry` to share.
+   * @default undefined (no breaker)
+   * @example
+   * ```ts
+   * axiosRetry(axios, { breaker: { consecutiveFailures: 10 } });
+   * ```
+   */
+  breaker?: boolean | BreakerRegistryOptions | BreakerRegistry | undefined;
+  /**
+   * `'auto'` adds a fresh `Idempotency-Key` to every POST and PATCH without one, the same on each
+   * of its attempts, so they become safe to retry. Only for servers that honour the header.
+   * @default false
+   * @example
+   * ```ts
+   * axiosRetry(axios, { idempotencyKey: 'auto' });
+   * ```
+   */
+  idempotencyKey?: 'auto' | false | undefined;
+  /**
+   * The request header carrying the attempt number on retries (`2`, `3`, ...); `false` for none.
+   * A cross-origin retry from a browser then needs the header in `Access-Control-Allow-Headers`.
+   * @default 'stormproof-attempt'
+   * @example
+   * ```ts
+   * axiosRetry(axios, { attemptHeader: false });
+   * ```
+   */
+  attemptHeader?: string | false | undefined;
+  /**
+   * The methods retried without an `Idempotency-Key`.
+   * @default ['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE', 'QUERY']
+   * @example
+   * ```ts
+   * axiosRetry(axios, { retryMethods: ['GET', 'HEAD'] });
+   * ```
+   */
+  retryMethods?: readonly string[] | undefined;
+  /**
+   * Called once when a request fails for good, with why (`reason`), the method, redacted URL and
+   * status. A hook that throws is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * axiosRetry(axios, { onGiveUp: (e) => metrics.increment('http.give_up', { reason: e.reason }) });
+   * ```
+   */
+  onGiveUp?: ((event: AxiosGiveUpEvent) => unknown) | undefined;
+  /**
+   * Called once when an attempt succeeds. A hook that throws is ignored.
+   * @default undefined
+   * @example
+   * ```ts
+   * axiosRetry(axios, { onSuccess: (e) => metrics.histogram('http.attempts', e.attempts) });
+   * ```
+   */
+  onSuccess?: ((event: AxiosSuccessEvent) => unknown) | undefined;
+  /**
+   * Resolves adapter names (`'xhr'`, `'http'`, `'fetch'`) to adapters. Taken from the axios you
+   * pass when it is the default export; an instance made by `axios.create()` has none, so pass
+   * `axios.getAdapter` with it.
+   * @default the given axios' getAdapter
+   * @example
+   * ```ts
+   * axiosRetry(axios.create({ baseURL }), { getAdapter: axios.getAdapter });
+   * ```
+   */
+  getAdapter?: typeof axiosGetAdapter | undefined;
+}
+
+/** What `axiosRetry` returns: the id of its request interceptor, and a way to remove it. */
+export interface AxiosRetryHandle {
+  /** The id of the request interceptor, for `axios.interceptors.request.eject(id)`. */
+  readonly requestInterceptorId: number;
+  /** Removes the interceptor: later requests are sent once, as without stormproof. */
+  eject(): void;
+}
+
+/** The parts of an axios instance axiosRetry uses. */
+export type AxiosLike = Pick<AxiosInstance, 'interceptors' | 'defaults'> & {
+  readonly getAdapter?: typeof axiosGetAdapter;
+};
+
+const OWNER = 'axiosRetry';
+const AXIOS_RETRY_KEYS = [
+  'retries',
+  'retryCondition',
+  'retryDelay',
+  'shouldResetTimeout',
+  'onRetry',
+  'onMaxRetryTimesExceeded',
+  'validateResponse',
+] as const;
+const REQUEST_KEYS: readonly string[] = [...AXIOS_RETRY_KEYS, 'deadlineMs'];
+const OWN_KEYS = [
+  'idempotencyKey',
+  'attemptHeader',
+  'retryMethods',
+  'maxOrigins',
+  'breaker',
+  'getAdapter',
+  ...AXIOS_RETRY_KEYS,
+];
+const KNOWN_KEYS: readonly string[] = [
+  ...RETRY_OPTION_KEYS.filter(
+    (key) => key !== 'signal' && key !== 'shouldRetry' && key !== 'hedge' && key !== 'onRetry',
+  ),
+  ...OWN_KEYS,
+];
+
+/** The browsers' adapters and Node's, in axios' own order: what `adapter` means when unset. */
+const DEFAULT_ADAPTERS = ['xhr', 'http', 'fetch'];
+
+/** Marks the adapters axiosRetry made, so a request is never wrapped twice. */
+const WRAPPED = Symbol.for('stormproof.axios.adapter');
+
+const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
+
+/** The axios-retry options, checked, after the per-request ones are laid over. */
+interface RequestRules {
+  readonly maxAttempts: number;
+  readonly retryCondition: RetryCondition | undefined;
+  readonly retryDelay: RetryDelay | undefined;
+  readonly shouldResetTimeout: boolean;
+  readonly onRetry: OnRetry | undefined;
+  readonly onMaxRetryTimesExceeded: OnMaxRetryTimesExceeded | undefined;
+  readonly validateResponse: ((response: AxiosResponse) => boolean) | undefined;
+  readonly deadlineMs: number | undefined;
+}
+
+/** Everything an axiosRetry decided once, shared by all its requests. */
+interface Settings {
+  readonly getAdapter: typeof axiosGetAdapter | undefined;
+  readonly autoKey: boolean;
+  readonly attemptHeader: string | undefined;
+  readonly retryMethods: ReadonlySet<string>;
+  readonly policy: ResolvedPolicy;
+  readonly origins: OriginBudgets<ResolvedPolicy> | undefined;
+  readonly breakers: BreakerRegistry | undefined;
+  readonly rules: RequestRules;
+  readonly onGiveUp: ((event: AxiosGiveUpEvent) => unknown) | undefined;
+  readonly onSuccess: ((event: AxiosSuccessEvent) => unknown) | undefined;
+}
+
+function checkFunction<F>(owner: string, name: string, value: unknown): F | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'function') {
+    throw new TypeError(`stormproof: ${owner} ${name} must be a function, got ${show(value)}`);
+  }
+  return value as F;
+}
+
+function checkBoolean(owner: string, name: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new TypeError(`stormproof: ${owner} ${name} must be a boolean, got ${show(value)}`);
+  }
+  return value;
+}
+
+/** Lays `o` (axios-retry's options, checked here) over `base`. */
+function checkRules(owner: string, o: Record<string, unknown>, base: RequestRules): RequestRules {
+  const validate = o.validateResponse;
+  return {
+    maxAttempts:
+      o.retries === undefined
+        ? base.maxAttempts
+        : checkNumber(owner, 'retries', o.retries, { min: 0, integer: true }) + 1,
+    retryCondition:
+      checkFunction<RetryCondition>(owner, 'retryCondition', o.retryCondition) ??
+      base.retryCondition,
+    retryDelay: checkFunction<RetryDelay>(owner, 'retryDelay', o.retryDelay) ?? base.retryDelay,
+    shouldResetTimeout: checkBoolean(
+      owner,
+      'shouldResetTimeout',
+      o.shouldResetTimeout,
+      base.shouldResetTimeout,
+    ),
+    onRetry: checkFunction<OnRetry>(owner, 'onRetry', o.onRetry) ?? base.onRetry,
+    onMaxRetryTimesExceeded:
+      checkFunction<OnMaxRetryTimesExceeded>(
+        owner,
+        'onMaxRetryTimesExceeded',
+        o.onMaxRetryTimesExceeded,
+      ) ?? base.onMaxRetryTimesExceeded,
+    // `null` is axios-retry's "no validateResponse": it turns a default one off.
+    validateResponse:
+      validate === null
+        ? undefined
+        : (checkFunction<(r: AxiosResponse) => boolean>(owner, 'validateResponse', validate) ??
+          base.validateResponse),
+    deadlineMs:
+      o.deadlineMs === undefined
+        ? base.deadlineMs
+        : checkNumber(owner, 'deadlineMs', o.deadlineMs, { min: 0, minExclusive: true }),
+  };
+}
+
+function checkAxios(axios: unknown): AxiosLike {
+  const a = axios as Partial<AxiosLike> | null;
+  if (
+    (typeof a !== 'object' && typeof a !== 'function') ||
+    a === null ||
+    typeof a.interceptors?.request?.use !== 'function' ||
+    typeof a.defaults !== 'object'
+  ) {
+    throw new TypeError(
+      `stormproof: ${OWNER} axios must be axios or an instance from axios.create(), got ${show(axios)}`,
+    );
+  }
+  return a as AxiosLike;
+}
+
+/** Whether an adapter setting can be called without resolving names. */
+function isResolved(spec: unknown): boolean {
+  return typeof spec === 'function';
+}
+
+/**
+ * Runs every request of `axios` (the default export or an instance from `axios.create()`)
+ * through the stormproof engine: retries only what can pass and is safe to repeat, with full
+ * jitter, Retry-After, a deadline and a budget per origin. A drop-in for axios-retry: its options
+ * mean the same here where they can (docs/axios.md lists each difference).
+ *
+ * @example
+ * ```ts
+ * import axios from 'axios';
+ * import { axiosRetry } from 'stormproof/axios';
+ *
+ * axiosRetry(axios);
+ * const { data } = await axios.get('https://api.example.com/user/42');
+ * ```
+ */
+export function axiosRetry(axios: AxiosLike, options?: AxiosRetryOptions): AxiosRetryHandle {
+  const instance = checkAxios(axios);
+  const o = checkOptionsObject(OWNER, options);
+  checkKnownKeys(OWNER, o, KNOWN_KEYS);
+  for (const [key, value] of Object.entries(o)) {
+    if (value === null && key !== 'validateResponse') {
+      throw new TypeError(
+        `stormproof: ${OWNER} ${key} must not be null (leave it out for the default)`,
+      );
+    }
+  }
+  if (o.retries !== undefined && o.maxAttempts !== undefined) {
+    throw new TypeError(
+      `stormproof: ${OWNER} takes retries or maxAttempts, not both (retries: ${show(o.retries)}, maxAttempts: ${show(o.maxAttempts)})`,
+    );
+  }
+  const {
+    idempotencyKey,
+    attemptHeader,
+    retryMethods,
+    maxOrigins,
+    budget,
+    breaker,
+    getAdapter,
+    retries,
+    retryCondition,
+    retryDelay,
+    shouldResetTimeout,
+    onRetry,
+    onMaxRetryTimesExceeded,
+    validateResponse,
+    onGiveUp,
+    onSuccess,
+    ...rest
+  } = o;
+  const makeBudget = checkBudgetFactory(budget);
+  const policy = resolvePolicy(
+    OWNER,
+    {
+      ...rest,
+      deadlineMs: withDefault(rest, 'deadlineMs', AXIOS_DEADLINE_MS),
+      attemptTimeoutMs: withDefault(rest, 'attemptTimeoutMs', AXIOS_ATTEMPT_TIMEOUT_MS),
+      budget: makeBudget === undefined ? budget : false,
+      onGiveUp,
+      onSuccess,
+    },
+    { defaultBudget: false, allowCallKeys: false },
+  );
+  const rules = checkRules(
+    OWNER,
+    {
+      retries,
+      retryCondition,
+      retryDelay,
+      shouldResetTimeout,
+      onRetry,
+      onMaxRetryTimesExceeded,
+      validateResponse,
+    },
+    {
+      maxAttempts: policy.maxAttempts,
+      retryCondition: undefined,
+      retryDelay: undefined,
+      shouldResetTimeout: true,
+      onRetry: undefined,
+      onMaxRetryTimesExceeded: undefined,
+      validateResponse: undefined,
+      deadlineMs: undefined,
+    },
+  );
+  const originLimit = checkNumber(
+    OWNER,
+    'maxOrigins',
+    maxOrigins === undefined ? AXIOS_MAX_ORIGINS : maxOrigins,
+    { min: 1, integer: true },
+  );
+  const resolver =
+    checkFunction<typeof axiosGetAdapter>(OWNER, 'getAdapter', getAdapter) ??
+    (typeof instance.getAdapter === 'function' ? instance.getAdapter : undefined);
+  const configured = instance.defaults.adapter ?? DEFAULT_ADAPTERS;
+  const specs = Array.isArray(configured) ? configured : [configured];
+  if (resolver === undefined && !specs.every(isResolved)) {
+    throw new TypeError(
+      `stormproof: ${OWNER} getAdapter is needed to resolve the adapter ${show(configured)} of an instance made by axios.create(): pass { getAdapter: axios.getAdapter }`,
+    );
+  }
+  const shared: ResolvedPolicy = Object.freeze({
+    ...policy,
+    maxAttempts: rules.maxAttempts,
+    onRetry: undefined,
+    onGiveUp: undefined,
+    onSuccess: undefined,
+  });
+  const settings: Settings = {
+    getAdapter: resolver,
+    autoKey: checkIdempotencyKey(OWNER, idempotencyKey),
+    attemptHeader: checkAttemptHeader(OWNER, attemptHeader),
+    retryMethods: checkRetryMethods(OWNER, retryMethods),
+    policy: shared,
+    origins:
+      makeBudget === undefined
+        ? undefined
+        : new OriginBudgets(originLimit, (origin) =>
+            Object.freeze({
+              ...shared,
+              budget: checkMadeBudget(OWNER, makeBudget(origin), origin),
+            }),
+          ),
+    breakers: checkBreakers(OWNER, breaker, policy.clock, policy.random),
+    rules,
+    onGiveUp: policy.onGiveUp as Settings['onGiveUp'],
+    onSuccess: policy.onSuccess as Settings['onSuccess'],
+  };
+  const requests = instance.interceptors.request;
+  const id = requests.use(
+    (config) => {
+      const spec = config.adapter;
+      if (config.stormproof === false || (spec as { [WRAPPED]?: true })?.[WRAPPED]) return config;
+      const wrapped = ((attemptConfig: InternalAxiosRequestConfig) =>
+        send(settings, spec ?? DEFAULT_ADAPTERS, attemptConfig)) as AxiosAdapter & {
+        [WRAPPED]?: true;
+      };
+      wrapped[WRAPPED] = true;
+      config.adapter = wrapped;
+      return config;
+    },
+    undefined,
+    { synchronous: true },
+  );
+  return Object.freeze({ requestInterceptorId: id, eject: () => requests.eject(id) });
+}
+
+/** The adapter function for a request: its own, or the first its names resolve to. */
+function adapterFor(
+  settings: Settings,
+  spec: NonNullable<InternalAxiosRequestConfig['adapter']>,
+  config: InternalAxiosRequestConfig,
+): AxiosAdapter {
+  if (typeof spec === 'function') return spec;
+  if (settings.getAdapter === undefined) {
+    throw new TypeError(
+      `stormproof: ${OWNER} getAdapter is needed to resolve the adapter ${show(spec)}: pass { getAdapter: axios.getAdapter }`,
+    );
+  }
+  return settings.getAdapter(spec, config);
+}
+
+/** The request's absolute URL: `url` joined to `baseURL` as axios joins them. */
+function fullUrl(config: InternalAxiosRequestConfig): string {
+  const url = config.url ?? '';
+  const base = config.baseURL;
+  if (base === undefined || /^([a-z][a-z\d+\-.]*:)?\/\//i.test(url)) return url;
+  return url === '' ? base : `${base.replace(/\/?\/$/, '')}/${url.replace(/^\/+/, '')}`;
+}
+
+/** A header of an axios request (an AxiosHeaders or a plain object), case-insensitively. */
+function hasHeader(headers: unknown, name: string): boolean {
+  if (typeof headers !== 'object' || headers === null) return false;
+  const h = headers as { has?: (name: string) => boolean };
+  if (typeof h.has === 'function') return h.has(name);
+  const wanted = name.toLowerCase();
+  return Object.keys(headers).some((key) => key.toLowerCase() === wanted);
+}
+
+/** A copy of an attempt's headers with `name: value` set, the original left as it was. */
+function withHeader(headers: unknown, name: string, value: string): unknown {
+  if (typeof headers === 'object' && headers !== null) {
+    const h = headers as {
+      constructor?: new (from: unknown) => { set(n: string, v: string): void };
+    };
+    if (typeof (headers as { set?: unknown }).set === 'function' && h.constructor !== undefined) {
+      const copy = new h.constructor(headers);
+      copy.set(name, value);
+      return copy;
+    }
+    return { ...(headers as object), [name]: value };
+  }
+  return { [name]: value };
+}
+
+function setHeader(config: InternalAxiosRequestConfig, name: string, value: string): void {
+  const headers = config.headers as unknown as { set?: (n: string, v: string) => void } | undefined;
+  if (typeof headers?.set === 'function') headers.set(name, value);
+  else config.headers = { ...(config.headers ?? {}), [name]: value } as typeof config.headers;
+}
+
+/** An axios network error with no code of the platform's: the XHR and fetch adapters' `ERR_NETWORK`. */
+function isAxiosNetworkError(error: unknown): boolean {
+  const e = error as { code?: unknown; response?: unknown } | null;
+  return typeof e === 'object' && e !== null && e.code === 'ERR_NETWORK' && e.response == null;
+}
+
+/** A response body nobody will read (a stream, with `responseType: 'stream'`), closed. */
+function discardBody(error: unknown): void {
+  try {
+    const data = (
+      error as { response?: { data?: { destroy?: () => void; cancel?: () => unknown } } }
+    )?.response?.data;
+    if (typeof data?.destroy === 'function') data.destroy();
+    else if (typeof data?.cancel === 'function') Promise.resolve(data.cancel()).catch(noop);
+  } catch {
+    // A body that cannot be closed is left to the collector.
+  }
+}
+
+const noop = () => {};
+
+/** The signal a call may watch: an AbortSignal or one shaped like it; axios also allows others. */
+function callerSignalOf(config: InternalAxiosRequestConfig): AbortSignal | undefined {
+  const s = config.signal as { aborted?: unknown; addEventListener?: unknown } | undefined;
+  return typeof s === 'object' &&
+    s !== null &&
+    typeof s.aborted === 'boolean' &&
+    typeof s.addEventListener === 'function'
+    ? (s as AbortSignal)
+    : undefined;
+}
+
+/** One request through the wrapped adapter: its attempts, run by the engine. */
+async function send(
+  settings: Settings,
+  spec: NonNullable<InternalAxiosRequestConfig['adapter']>,
+  config: InternalAxiosRequestConfig,
+): Promise<AxiosResponse> {
+  const own = config.stormproof;
+  const rules =
+    own === undefined || own === false
+      ? settings.rules
+      : (() => {
+          const given = checkOptionsObject('axios request config stormproof', own);
+          checkKnownKeys('axios request config stormproof', given, REQUEST_KEYS);
+          return checkRules('axios request config stormproof', given, settings.rules);
+        })();
+  const adapter = adapterFor(settings, spec, config);
+  const method = String(config.method ?? 'get').toUpperCase();
+  if (
+    settings.autoKey &&
+    AUTO_KEY_METHODS.has(method) &&
+    !hasHeader(config.headers, IDEMPOTENCY_KEY_HEADER)
+  ) {
+    setHeader(config, IDEMPOTENCY_KEY_HEADER, newIdempotencyKey());
+  }
+  const isKeyed = hasHeader(config.headers, IDEMPOTENCY_KEY_HEADER);
+  let unrepeatable: UnrepeatableReason | undefined;
+  if (!isKeyed && !settings.retryMethods.has(method)) unrepeatable = 'not-idempotent';
+  else if (!isReplayableBody(config.data)) unrepeatable = 'body-not-replayable';
+
+  const url = fullUrl(config);
+  const origin = originOf(url);
+  const timeout = typeof config.timeout === 'number' && config.timeout > 0 ? config.timeout : 0;
+  const { validateResponse, retryCondition, retryDelay, onRetry } = rules;
+
+  /** Failures of keyed requests (a 409 or 422 on them is final), and the onRetry hook's throws. */
+  const keyedErrors = new WeakSet<object>();
+  const hookErrors = new WeakSet<object>();
+  /** The promise of the latest onRetry hook: the next attempt waits for it. */
+  let pendingHook: Promise<unknown> | undefined;
+  let lastStatus: number | undefined;
+
+  const operation = async ({ attempt, signal }: AttemptContext): Promise<AxiosResponse> => {
+    if (pendingHook !== undefined) {
+      const hook = pendingHook;
+      pendingHook = undefined;
+      try {
+        await hook;
+      } catch (error) {
+        if (typeof error === 'object' && error !== null) hookErrors.add(error);
+        throw error;
+      }
+    }
+    const attemptConfig: InternalAxiosRequestConfig = { ...config, signal };
+    if (attempt > 1 && settings.attemptHeader !== undefined) {
+      attemptConfig.headers = withHeader(
+        config.headers,
+        settings.attemptHeader,
+        String(attempt),
+      ) as InternalAxiosRequestConfig['headers'];
+    }
+    // The whole request's timeout is the call's deadline (below): the engine ends the attempt.
+    if (!rules.shouldResetTimeout && timeout > 0) attemptConfig.timeout = 0;
+    // Every response reaches validateResponse as axios' own error, so a failed one is an AxiosError.
+    if (validateResponse !== undefined) attemptConfig.validateStatus = () => false;
+    try {
+      const response = await adapter(attemptConfig);
+      lastStatus = response.status;
+      return response;
+    } catch (error) {
+      const response = (error as { response?: AxiosResponse } | null)?.response;
+      lastStatus = response?.status;
+      if (validateResponse !== undefined && response != null && validateResponse(response)) {
+        return response;
+      }
+      if (isKeyed && typeof error === 'object' && error !== null) keyedErrors.add(error);
+      throw error;
+    }
+  };
+
+  const judge = async (context: RetryDecisionContext): Promise<Verdict | boolean> => {
+    const { error } = context;
+    if (typeof error === 'object' && error !== null && hookErrors.has(error)) return false;
+    let verdict = context.verdict;
+    // A response that says not to retry, or a conflict on a keyed request, is final.
+    if (verdict.kind === 'do-not-retry' || isKeyConflict(context, keyedErrors)) {
+      return { ...verdict, retryable: false };
+    }
+    if (
+      verdict.kind === 'permanent' &&
+      verdict.status === undefined &&
+      isAxiosNetworkError(error)
+    ) {
+      verdict = NETWORK_VERDICT;
+    }
+    if (retryCondition !== undefined) {
+      let answer: unknown;
+      try {
+        const given = retryCondition(error as AxiosError);
+        answer = isThenable(given) ? (await given) !== false : Boolean(given);
+      } catch {
+        answer = false;
+      }
+      verdict = { ...verdict, retryable: answer === true };
+    }
+    if (verdict.retryable && retryDelay !== undefined && retryDelay !== exponentialDelay) {
+      const ms = retryDelay(context.attempt, error as AxiosError);
+      checkNumber(OWNER, 'retryDelay result', ms, { min: 0 });
+      verdict = { ...verdict, pushbackMs: ms };
+    }
+    return verdict;
+  };
+
+  const origins = settings.origins;
+  const base = origins === undefined ? settings.policy : origins.get(origin);
+  const policy: ResolvedPolicy = {
+    ...base,
+    maxAttempts: rules.maxAttempts,
+    shouldRetry: judge,
+  };
+
+  const callerSignal = callerSignalOf(config);
+  const call: CallOptions = { signal: callerSignal };
+  let deadlineMs = rules.deadlineMs;
+  if (!rules.shouldResetTimeout && timeout > 0) {
+    deadlineMs = Math.min(deadlineMs ?? policy.deadlineMs, timeout);
+  }
+  if (deadlineMs !== undefined) call.deadlineMs = deadlineMs;
+  if (settings.breakers !== undefined) call.breaker = settings.breakers.get(origin);
+  let about: { method: string; url: string } | undefined;
+  const describe = () => {
+    about ??= { method, url: redactUrl(url) };
+    return about;
+  };
+  call.onRetry = (event) => {
+    discardBody(event.error);
+    if (onRetry !== undefined) {
+      const run = Promise.resolve().then(() =>
+        onRetry(event.attempt, event.error as AxiosError, config, event),
+      );
+      run.catch(noop);
+      pendingHook = run;
+    }
+  };
+  const { onGiveUp, onSuccess } = settings;
+  if (onGiveUp !== undefined) {
+    call.onGiveUp = (event) =>
+      onGiveUp({
+        ...event,
+        ...describe(),
+        ...(lastStatus === undefined ? {} : { status: lastStatus }),
+      });
+  }
+  if (onSuccess !== undefined) {
+    call.onSuccess = (event) =>
+      onSuccess({
+        ...event,
+        ...describe(),
+        ...(lastStatus === undefined ? {} : { status: lastStatus }),
+      });
+  }
+
+  try {
+    return await execute(policy, operation, call, undefined, unrepeatable);
+  } catch (error) {
+    const hook = rules.onMaxRetryTimesExceeded;
+    const report = getRetryReport(error);
+    if (hook !== undefined && report?.reason === 'max-attempts') {
+      await hook(error as AxiosError, report.attempts - 1);
+    }
+    throw error;
+  }
+}
