@@ -34,7 +34,18 @@ import { freePort, startRedis, stopRedis } from './helpers/redis.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 /** What the examples import besides stormproof: the reader installs these themselves. */
-const THEIR_PACKAGES = ['@types', '@grpc', '@redis', '@hono', 'hono', 'express', 'fastify'];
+const THEIR_PACKAGES = [
+  '@types',
+  '@grpc',
+  '@redis',
+  '@hono',
+  'hono',
+  'express',
+  'fastify',
+  'undici',
+  '@opentelemetry',
+  'axios',
+];
 
 interface Block {
   /** docs/server.md:404, where the block's fence is. */
