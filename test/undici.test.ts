@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import * as undici from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { getRetryReport as getFetchReport } from '../src/fetch/index.js';
+import { createFetch, getRetryReport as getFetchReport } from '../src/fetch/index.js';
 import {
   getRetryReport,
   type InterceptorOptions,
@@ -424,6 +424,24 @@ describe('installGlobal', () => {
     expect(undici.getGlobalDispatcher()).toBe(before);
     const after = script('/global-after', status(503), status(200));
     expect((await globalThis.fetch(`${base}${after}`)).status).toBe(503);
+  });
+
+  it('with stormproof/fetch above the global fetch: one retry layer for a dropped connection', async () => {
+    const path = script('/layers', destroy);
+    const uninstall = installGlobal({ undici, ...FAST });
+    try {
+      const outer = createFetch({ baseDelayMs: 1, maxDelayMs: 5, budget: false });
+      const error = await outer(`${base}${path}`).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((error as Error).message).toBe('fetch failed');
+      // 4 attempts here, none more above (without the report through the cause: 4 x 4 = 16).
+      expect(seen.get(path)).toHaveLength(4);
+      expect(getFetchReport(error)?.reason).toBe('already-retried');
+    } finally {
+      uninstall();
+    }
   });
 
   it('uninstall leaves alone a global dispatcher set after it', async () => {
