@@ -184,6 +184,37 @@ describe('stormproof/otel metrics', () => {
   });
 });
 
+describe('stormproof/otel budgets', () => {
+  it('budget answers and tokens; a refused retry counted by reason budget', async () => {
+    const { reader } = setup();
+    const { TokenBucket } = await import('../src/index.js');
+    const budget = new TokenBucket({ maxTokens: 2, tokenRatio: 0.1 });
+    const error = httpError(503);
+    await expect(
+      retry(
+        () => {
+          throw error;
+        },
+        { budget, baseDelayMs: 1 },
+      ),
+    ).rejects.toBe(error);
+    const m = await read(reader);
+    expect(m.get('stormproof.budget.tokens')!.points.map((p) => [p.value, p.attributes])).toEqual([
+      [1, { 'stormproof.budget.id': 0, 'stormproof.budget.type': 'TokenBucket' }],
+    ]);
+    expect(
+      m
+        .get('stormproof.budget.decisions')!
+        .points.map((p) => [p.attributes['stormproof.budget.decision'], p.value]),
+    ).toEqual([['refused', 1]]);
+    expect(
+      m
+        .get('stormproof.retry.refused')!
+        .points.map((p) => [p.attributes['stormproof.refusal.reason'], p.value]),
+    ).toEqual([['budget', 1]]);
+  });
+});
+
 describe('stormproof/otel traces', () => {
   it('one span per logical call, with an event per retry and refusal, under the caller span', async () => {
     const { exporter, tracerProvider } = setup();

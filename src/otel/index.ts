@@ -29,6 +29,7 @@ import {
 import {
   type AttemptMessage,
   type BreakerMessage,
+  type BudgetMessage,
   type CallMessage,
   type CallRef,
   channels,
@@ -387,6 +388,46 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
       'stormproof.hedge.event': m.type,
       ...(m.reason === undefined ? {} : { 'stormproof.hedge.refusal': m.reason }),
     });
+  });
+
+  // Budgets: each answer, and the tokens left (as last seen) per budget.
+  const budgetDecisions = meter.createCounter('stormproof.budget.decisions', {
+    unit: '{decision}',
+    description: 'Retry budget answers, by stormproof.budget.decision (allowed, refused).',
+  });
+  const budgets: Array<{ ref: WeakRef<object>; type: string; tokens: number }> = [];
+  const budgetEntries = new WeakMap<object, { tokens: number }>();
+  meter
+    .createObservableGauge('stormproof.budget.tokens', {
+      unit: '{token}',
+      description:
+        'Tokens (credits, balance) a retry budget holds, as of its last answer: 0 or below half of a TokenBucket means retries stop.',
+    })
+    .addCallback((result) => {
+      budgets.forEach((entry, index) => {
+        if (entry.ref.deref() !== undefined) {
+          result.observe(entry.tokens, {
+            'stormproof.budget.id': index,
+            'stormproof.budget.type': entry.type,
+          });
+        }
+      });
+    });
+  listen<BudgetMessage>(channels.budget, (m) => {
+    const type = (m.budget as { constructor?: { name?: string } }).constructor?.name ?? 'Budget';
+    budgetDecisions.add(1, {
+      'stormproof.budget.decision': m.type,
+      'stormproof.budget.type': type,
+    });
+    if (m.tokens === undefined) return;
+    let entry = budgetEntries.get(m.budget);
+    if (entry === undefined) {
+      const created = { ref: new WeakRef(m.budget), type, tokens: m.tokens };
+      budgets.push(created);
+      budgetEntries.set(m.budget, created);
+      entry = created;
+    }
+    entry.tokens = m.tokens;
   });
 
   // Breakers: state (a gauge per key) and transitions.

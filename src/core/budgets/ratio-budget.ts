@@ -1,7 +1,11 @@
 // Finagle's retry budget (also Linkerd's): requests deposit, retries withdraw, and both expire
 // after a time-to-live, so the budget follows the recent request rate instead of all history.
+
+import { channels } from '../instrument.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, given, show } from '../validate.js';
 import type { Budget } from './budget.js';
+
+const budgetChannel = channels.budget;
 
 /** Options of {@link RatioBudget}. The defaults are Finagle's and Linkerd's. */
 export interface RatioBudgetOptions {
@@ -205,8 +209,15 @@ export class RatioBudget implements Budget {
   /** Withdraws `retryCost` units and returns true when the balance holds them; otherwise false. */
   tryRetry(nowMs: number): boolean {
     this.#window.advance(nowMs);
-    if (this.balance < this.retryCost) return false;
-    this.#window.add(-this.retryCost);
-    return true;
+    const allowed = this.balance >= this.retryCost;
+    if (allowed) this.#window.add(-this.retryCost);
+    if (budgetChannel.hasSubscribers) {
+      budgetChannel.publish({
+        type: allowed ? 'allowed' : 'refused',
+        budget: this,
+        tokens: this.balance,
+      });
+    }
+    return allowed;
   }
 }

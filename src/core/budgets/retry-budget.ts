@@ -1,7 +1,11 @@
 // The storm story's credit counter: requests earn credits, retries spend them. Whole
 // numbers only, so the count never drifts the way repeated float additions do.
+
+import { channels } from '../instrument.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, given } from '../validate.js';
 import type { Budget } from './budget.js';
+
+const budgetChannel = channels.budget;
 
 /** Options of {@link RetryBudget}. Both are whole numbers. */
 export interface RetryBudgetOptions {
@@ -87,8 +91,15 @@ export class RetryBudget implements Budget {
 
   /** Spends `cost` credits and returns true when that many are left; otherwise returns false. */
   tryRetry(_nowMs: number): boolean {
-    if (this.#credits < this.cost) return false;
-    this.#credits -= this.cost;
-    return true;
+    const allowed = this.#credits >= this.cost;
+    if (allowed) this.#credits -= this.cost;
+    if (budgetChannel.hasSubscribers) {
+      budgetChannel.publish({
+        type: allowed ? 'allowed' : 'refused',
+        budget: this,
+        tokens: this.#credits,
+      });
+    }
+    return allowed;
   }
 }

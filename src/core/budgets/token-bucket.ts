@@ -1,7 +1,11 @@
 // gRPC's retry throttling. The count is kept in whole thousandths of a token (as grpc core keeps
 // milli-tokens), so adding 0.1 ten times gives exactly 1 and the bounds are exact.
+
+import { channels } from '../instrument.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, given } from '../validate.js';
 import type { Budget } from './budget.js';
+
+const budgetChannel = channels.budget;
 
 /** Options of {@link TokenBucket}, named and bounded as in gRFC A6's `retryThrottling`. */
 export interface TokenBucketOptions {
@@ -113,6 +117,14 @@ export class TokenBucket implements Budget {
 
   /** True while the count is above `maxTokens / 2`. Spends nothing. */
   tryRetry(_nowMs: number): boolean {
-    return this.#milli * 2 > this.#maxMilli;
+    const allowed = this.#milli * 2 > this.#maxMilli;
+    if (budgetChannel.hasSubscribers) {
+      budgetChannel.publish({
+        type: allowed ? 'allowed' : 'refused',
+        budget: this,
+        tokens: this.#milli / 1000,
+      });
+    }
+    return allowed;
   }
 }
