@@ -378,3 +378,30 @@ describe('breakers report into stormproof:breaker', () => {
     expect(seen.at(-1)).toBe('db half-open->closed');
   });
 });
+
+describe('timers report into stormproof:timer', () => {
+  it('a failed run, with its error', async () => {
+    const { every } = await import('../src/index.js');
+    const seen: Array<import('../src/index.js').TimerMessage> = [];
+    const onTimer = (m: import('../src/index.js').TimerMessage) => seen.push(m);
+    channels.timer.subscribe(onTimer);
+    stops.push(() => channels.timer.unsubscribe(onTimer));
+    const clock = new ManualClock();
+    const stop = new AbortController();
+    const boom = new Error('boom');
+    let errors = 0;
+    const done = every(
+      1000,
+      () => {
+        throw boom;
+      },
+      { key: 'k', clock, wallClock: () => clock.t, signal: stop.signal, onError: () => errors++ },
+    );
+    await clock.advance(2500);
+    stop.abort();
+    await done;
+    expect(errors).toBeGreaterThan(0);
+    expect(seen.filter((m) => m.type === 'error')).toHaveLength(errors);
+    expect(seen[0]).toMatchObject({ type: 'error', error: boom });
+  });
+});

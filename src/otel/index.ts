@@ -35,6 +35,7 @@ import {
   channels,
   type HedgeMessage,
   type ServerMessage,
+  type TimerMessage,
   wrapAttempts,
 } from '../core/instrument.js';
 import { show } from '../core/validate.js';
@@ -428,6 +429,23 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
       entry = created;
     }
     entry.tokens = m.tokens;
+  });
+
+  // Timers: skipped and failed runs.
+  const timerSkips = meter.createCounter('stormproof.timer.skipped', {
+    unit: '{run}',
+    description: 'Scheduled runs skipped, by stormproof.timer.skip.reason (late, overlap).',
+  });
+  const timerErrors = meter.createCounter('stormproof.timer.errors', {
+    unit: '{run}',
+    description: 'Scheduled runs that threw or rejected, by error.type.',
+  });
+  listen<TimerMessage>(channels.timer, (m) => {
+    if (m.type === 'skip') {
+      timerSkips.add(m.skipped, { 'stormproof.timer.skip.reason': m.reason ?? 'unknown' });
+    } else {
+      timerErrors.add(1, { 'error.type': errorType(m.error) });
+    }
   });
 
   // Breakers: state (a gauge per key) and transitions.

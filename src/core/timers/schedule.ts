@@ -2,6 +2,9 @@
 // unless the previous run is still going, repeat. Each slot is computed from absolute time, so
 // a timer that fires late never shifts the ones after it.
 import { type Clock, MAX_TIMER_MS } from '../clock.js';
+import { channels } from '../instrument.js';
+
+const timerChannel = channels.timer;
 
 /** One run of a timer's task. */
 export interface TimerRun {
@@ -80,9 +83,15 @@ export async function runSchedule(
       const run: TimerRun = { scheduledAt: slot.at, signal };
       const skipped = following.index - slot.index - 1;
       if (skipped > 0) {
+        if (timerChannel.hasSubscribers) {
+          timerChannel.publish({ type: 'skip', reason: 'late', skipped, error: undefined });
+        }
         report(s, () => s.onSkip?.({ reason: 'late', scheduledAt: slot.at, skipped }), run);
       }
       if (running !== undefined) {
+        if (timerChannel.hasSubscribers) {
+          timerChannel.publish({ type: 'skip', reason: 'overlap', skipped: 1, error: undefined });
+        }
         report(s, () => s.onSkip?.({ reason: 'overlap', scheduledAt: slot.at, skipped: 1 }), run);
       } else {
         running = start(task, run, s).finally(() => {
@@ -119,6 +128,9 @@ async function start(
   try {
     await task(run);
   } catch (error) {
+    if (timerChannel.hasSubscribers) {
+      timerChannel.publish({ type: 'error', reason: undefined, skipped: 0, error });
+    }
     try {
       s.onError?.(error, run);
     } catch {
