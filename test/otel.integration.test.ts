@@ -118,67 +118,87 @@ describe('stormproof/otel end to end', () => {
     expect(scrape).toContain('# UNIT stormproof_server_retry_after s');
   });
 
-  it('a fetch client against a failing server: retries and resend counts match the server', async () => {
-    const seenByServer: Array<{ id: string; attempt: string | undefined }> = [];
-    const counts = new Map<string, number>();
-    const url = await listen(
-      http.createServer((req, res) => {
-        const id = new URL(req.url ?? '/', 'http://x').searchParams.get('id') ?? '';
-        const n = (counts.get(id) ?? 0) + 1;
-        counts.set(id, n);
-        seenByServer.push({ id, attempt: req.headers['stormproof-attempt'] as string | undefined });
-        res.writeHead(n <= 2 ? 503 : 200, { 'retry-after': '0' }).end(n <= 2 ? 'busy' : 'ok');
-      }),
-    );
-    const metricReader = new PrometheusExporter({ preventServerStart: true });
-    const meterProvider = new MeterProvider({ readers: [metricReader] });
-    const spans = new InMemorySpanExporter();
-    const tracerProvider = new BasicTracerProvider({
-      spanProcessors: [new SimpleSpanProcessor(spans)],
+  for (const via of ['instrumentation-undici', 'stormproof/fetch'] as const) {
+    it(`a fetch client against a failing server: retries and resend counts (spans by ${via}) match the server`, async () => {
+      const seenByServer: Array<{ id: string; attempt: string | undefined }> = [];
+      const counts = new Map<string, number>();
+      const url = await listen(
+        http.createServer((req, res) => {
+          const id = new URL(req.url ?? '/', 'http://x').searchParams.get('id') ?? '';
+          const n = (counts.get(id) ?? 0) + 1;
+          counts.set(id, n);
+          seenByServer.push({
+            id,
+            attempt: req.headers['stormproof-attempt'] as string | undefined,
+          });
+          res.writeHead(n <= 2 ? 503 : 200, { 'retry-after': '0' }).end(n <= 2 ? 'busy' : 'ok');
+        }),
+      );
+      const metricReader = new PrometheusExporter({ preventServerStart: true });
+      const meterProvider = new MeterProvider({ readers: [metricReader] });
+      const spans = new InMemorySpanExporter();
+      const tracerProvider = new BasicTracerProvider({
+        spanProcessors: [new SimpleSpanProcessor(spans)],
+      });
+      if (via === 'instrumentation-undici') {
+        const undici = new UndiciInstrumentation({ startSpanHook: undiciStartSpanHook });
+        undici.setTracerProvider(tracerProvider);
+        undici.enable();
+        closers.push(() => undici.disable());
+      }
+      // With instrumentation-undici, it makes the HTTP spans and stormproof none: never two.
+      const handle = instrument({
+        meterProvider,
+        tracerProvider,
+        fetchSpans: via === 'stormproof/fetch',
+      });
+      closers.push(
+        () => handle.stop(),
+        () => meterProvider.shutdown(),
+        () => tracerProvider.shutdown(),
+      );
+      const client = createFetch({ baseDelayMs: 1, budget: false });
+      const ids = ['a', 'b', 'c'];
+      for (const id of ids) {
+        const res = await client(`${url}/items?id=${id}&token=secret`);
+        expect(res.status).toBe(200);
+        await res.text();
+      }
+      // The server saw three sends of each request.
+      expect(seenByServer).toHaveLength(9);
+      const { resourceMetrics } = await metricReader.collect();
+      const byName = new Map(
+        resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => [m.descriptor.name, m])),
+      );
+      const attempts = byName.get('stormproof.attempts')!.dataPoints;
+      expect(attempts.reduce((s, p) => s + (p.value as number), 0)).toBe(seenByServer.length);
+      const retries = byName.get('stormproof.call.retries')!.dataPoints[0]!.value as {
+        sum: number;
+        count: number;
+      };
+      expect(retries.sum).toBe(seenByServer.length - ids.length);
+      // instrumentation-undici's one span per physical request, with the resend count the server
+      // saw in the attempt header (attempt - 1), as children of the call's span.
+      const finished = spans.getFinishedSpans();
+      const clientSpans = finished.filter((s) => s.attributes['http.request.method'] === 'GET');
+      expect(clientSpans).toHaveLength(seenByServer.length);
+      const resends = clientSpans.map((s) => s.attributes['http.request.resend_count'] ?? 0);
+      expect(resends).toEqual(seenByServer.map((s) => Number(s.attempt ?? 1) - 1));
+      const calls = finished.filter((s) => s.name === 'stormproof.call');
+      expect(calls).toHaveLength(ids.length);
+      for (const span of clientSpans) {
+        expect(calls.map((c) => c.spanContext().spanId)).toContain(span.parentSpanContext?.spanId);
+      }
+      // No URL (and no secret) in any stormproof call attribute; a redacted one on its HTTP spans.
+      for (const span of calls) expect(JSON.stringify(span.attributes)).not.toMatch(/secret|http:/);
+      if (via === 'stormproof/fetch') {
+        expect(clientSpans[0]!.attributes['url.full']).toBe(
+          `${url}/items?id=REDACTED&token=REDACTED`,
+        );
+        expect(clientSpans.map((s) => s.attributes['http.response.status_code'])).toEqual([
+          503, 503, 200, 503, 503, 200, 503, 503, 200,
+        ]);
+      }
     });
-    const undici = new UndiciInstrumentation({ startSpanHook: undiciStartSpanHook });
-    undici.setTracerProvider(tracerProvider);
-    undici.enable();
-    const handle = instrument({ meterProvider, tracerProvider });
-    closers.push(
-      () => undici.disable(),
-      () => handle.stop(),
-      () => meterProvider.shutdown(),
-      () => tracerProvider.shutdown(),
-    );
-    const client = createFetch({ baseDelayMs: 1, budget: false });
-    const ids = ['a', 'b', 'c'];
-    for (const id of ids) {
-      const res = await client(`${url}/items?id=${id}&token=secret`);
-      expect(res.status).toBe(200);
-      await res.text();
-    }
-    // The server saw three sends of each request.
-    expect(seenByServer).toHaveLength(9);
-    const { resourceMetrics } = await metricReader.collect();
-    const byName = new Map(
-      resourceMetrics.scopeMetrics.flatMap((s) => s.metrics.map((m) => [m.descriptor.name, m])),
-    );
-    const attempts = byName.get('stormproof.attempts')!.dataPoints;
-    expect(attempts.reduce((s, p) => s + (p.value as number), 0)).toBe(seenByServer.length);
-    const retries = byName.get('stormproof.call.retries')!.dataPoints[0]!.value as {
-      sum: number;
-      count: number;
-    };
-    expect(retries.sum).toBe(seenByServer.length - ids.length);
-    // instrumentation-undici's one span per physical request, with the resend count the server
-    // saw in the attempt header (attempt - 1), as children of the call's span.
-    const finished = spans.getFinishedSpans();
-    const clientSpans = finished.filter((s) => s.attributes['http.request.method'] === 'GET');
-    expect(clientSpans).toHaveLength(seenByServer.length);
-    const resends = clientSpans.map((s) => s.attributes['http.request.resend_count'] ?? 0);
-    expect(resends).toEqual(seenByServer.map((s) => Number(s.attempt ?? 1) - 1));
-    const calls = finished.filter((s) => s.name === 'stormproof.call');
-    expect(calls).toHaveLength(ids.length);
-    for (const span of clientSpans) {
-      expect(calls.map((c) => c.spanContext().spanId)).toContain(span.parentSpanContext?.spanId);
-    }
-    // No URL (and no secret) in any stormproof attribute.
-    for (const span of calls) expect(JSON.stringify(span.attributes)).not.toMatch(/secret|http:/);
-  });
+  }
 });

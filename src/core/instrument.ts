@@ -301,7 +301,14 @@ export type ServerMessage =
 
 /** `stormproof:fetch`: each physical request stormproof/fetch sends. */
 export interface FetchMessage {
+  /** `request`: about to send; `response`: a response head came; `error`: the send failed. */
   readonly type: 'request' | 'response' | 'error';
+  /** The same object in the three messages of one send. */
+  readonly send: object;
+  /**
+   * Undefined: a subscriber finds the call through the active context (each attempt runs inside
+   * the registered attempt wrappers).
+   */
   readonly call: CallRef | undefined;
   /** The engine's attempt, from 1. */
   readonly attempt: number;

@@ -27,6 +27,7 @@ import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
 import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
+import { channels, type FetchMessage } from '../core/instrument.js';
 import {
   type AttemptContext,
   type CallOptions,
@@ -67,6 +68,8 @@ import {
   isRequest,
   newIdempotencyKey,
 } from './request.js';
+
+const fetchChannel = channels.fetch;
 
 export { REDACTED, redactUrl } from './redact.js';
 export { DEFAULT_RETRY_METHODS, IDEMPOTENCY_KEY_HEADER } from './request.js';
@@ -621,8 +624,53 @@ async function send(
     links?.delete(response);
   };
 
+  /** Physical sends so far in this call: the next one's `http.request.resend_count`. */
+  let sends = 0;
+  /** What `stormproof:fetch` says of one send (only built while someone listens). */
+  const sendMessage = (
+    type: FetchMessage['type'],
+    send: object,
+    context: AttemptContext,
+    resendCount: number,
+    status: number | undefined,
+    error: unknown,
+  ): FetchMessage => {
+    let host = '';
+    try {
+      host = new URL(String(url)).host;
+    } catch {
+      // A relative URL (a browser's): no host to report.
+    }
+    return {
+      type,
+      send,
+      call: undefined,
+      attempt: context.attempt,
+      hedge: context.hedge ?? 0,
+      resendCount,
+      method,
+      url: redactUrl(String(url)),
+      host,
+      status,
+      error,
+      atMs: settings.policy.clock.now(),
+    };
+  };
+
   /** One send of an attempt's request: a fetch call, its link to the caller's signal. */
-  const dispatch = async (attemptInit: RequestInit, signal: AbortSignal): Promise<Response> => {
+  const dispatch = async (
+    attemptInit: RequestInit,
+    signal: AbortSignal,
+    context: AttemptContext,
+  ): Promise<Response> => {
+    const resendCount = sends++;
+    let send: object | undefined;
+    if (fetchChannel.hasSubscribers) {
+      send = {};
+      fetchChannel.publish(
+        sendMessage('request', send, context, resendCount, undefined, undefined),
+      );
+    }
     let link: CallerLink | undefined;
     if (callerSignal !== undefined) {
       const linked = linkSignals(callerSignal, signal);
@@ -639,7 +687,15 @@ async function send(
       if (isFetchNetworkError(error, url, method, attemptInit.headers)) {
         settings.networkErrors.add(error as object);
       }
+      if (send !== undefined && fetchChannel.hasSubscribers) {
+        fetchChannel.publish(sendMessage('error', send, context, resendCount, undefined, error));
+      }
       throw error;
+    }
+    if (send !== undefined && fetchChannel.hasSubscribers) {
+      fetchChannel.publish(
+        sendMessage('response', send, context, resendCount, response.status, undefined),
+      );
     }
     if (link !== undefined) {
       links?.set(response, link);
@@ -661,7 +717,8 @@ async function send(
     (call.breaker === undefined || call.breaker.state === 'closed') &&
     isLostToKeepAliveRace(error);
 
-  const operation = async ({ attempt, signal }: AttemptContext): Promise<Response> => {
+  const operation = async (context: AttemptContext): Promise<Response> => {
+    const { attempt, signal } = context;
     const attemptInit: RequestInit = { ...init, signal };
     if (attempt > 1 && settings.attemptHeader !== undefined) {
       const retryHeaders = new Headers(headers);
@@ -672,12 +729,12 @@ async function send(
     }
     let response: Response;
     try {
-      response = await dispatch(attemptInit, signal);
+      response = await dispatch(attemptInit, signal, context);
     } catch (error) {
       if (!mayResend(error, signal)) throw error;
       // Counted before the send: a hedged copy failing the same way meanwhile does not resend.
       transparentRetries++;
-      response = await dispatch({ ...attemptInit, signal }, signal);
+      response = await dispatch({ ...attemptInit, signal }, signal, context);
     }
     // The attempt ended (timeout, deadline, abort) just as the response came: nobody will read it.
     if (signal.aborted) {

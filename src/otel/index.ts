@@ -33,6 +33,7 @@ import {
   type CallMessage,
   type CallRef,
   channels,
+  type FetchMessage,
   type HedgeMessage,
   type ServerMessage,
   type TimerMessage,
@@ -80,6 +81,18 @@ export interface InstrumentOptions {
    * ```
    */
   traces?: boolean | undefined;
+  /**
+   * With traces: whether to make a CLIENT span for each physical request stormproof/fetch sends,
+   * with `http.request.resend_count` on every re-send. Turn it off when
+   * `@opentelemetry/instrumentation-undici` already makes one per request (Node's fetch), and
+   * give it `undiciStartSpanHook` instead: one span per request, never two.
+   * @default true
+   * @example
+   * ```ts
+   * instrument({ fetchSpans: false }) // instrumentation-undici makes the HTTP spans
+   * ```
+   */
+  fetchSpans?: boolean | undefined;
 }
 
 /** What `instrument` returns: stops it (unsubscribes; instruments already made stay registered). */
@@ -176,7 +189,7 @@ function checkOptions(options: unknown): InstrumentOptions {
     throw new TypeError(`stormproof: instrument options must be an object, got ${show(options)}`);
   }
   const o = options as Record<string, unknown>;
-  const known = ['meterProvider', 'tracerProvider', 'metrics', 'traces'];
+  const known = ['meterProvider', 'tracerProvider', 'metrics', 'traces', 'fetchSpans'];
   for (const key of Object.keys(o)) {
     if (!known.includes(key)) {
       throw new TypeError(
@@ -200,7 +213,7 @@ function checkOptions(options: unknown): InstrumentOptions {
       `stormproof: instrument tracerProvider must be a TracerProvider (with getTracer), got ${show(o.tracerProvider)}`,
     );
   }
-  for (const key of ['metrics', 'traces'] as const) {
+  for (const key of ['metrics', 'traces', 'fetchSpans'] as const) {
     if (o[key] !== undefined && typeof o[key] !== 'boolean') {
       throw new TypeError(`stormproof: instrument ${key} must be a boolean, got ${show(o[key])}`);
     }
@@ -236,8 +249,14 @@ export function instrument(options?: InstrumentOptions): Instrumentation {
     stops.push(() => channel.unsubscribe(subscriber));
   };
   if (o.metrics !== false) recordMetrics(o.meterProvider ?? metrics.getMeterProvider(), listen);
-  if (o.traces !== false)
-    recordTraces(o.tracerProvider ?? trace.getTracerProvider(), listen, stops);
+  if (o.traces !== false) {
+    recordTraces(
+      o.tracerProvider ?? trace.getTracerProvider(),
+      listen,
+      stops,
+      o.fetchSpans !== false,
+    );
+  }
   let stopped = false;
   return {
     stop() {
@@ -559,8 +578,48 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
   });
 }
 
-function recordTraces(provider: TracerProvider, listen: Listen, stops: Array<() => void>): void {
+function recordTraces(
+  provider: TracerProvider,
+  listen: Listen,
+  stops: Array<() => void>,
+  fetchSpans: boolean,
+): void {
   const tracer = provider.getTracer(SCOPE, VERSION);
+  if (fetchSpans) {
+    // One CLIENT span per physical send, a child of the call's span (active while it runs).
+    const sends = new WeakMap<object, Span>();
+    listen<FetchMessage>(channels.fetch, (m) => {
+      if (m.type === 'request') {
+        const colon = m.host.lastIndexOf(':');
+        const hasPort = colon > 0 && !m.host.endsWith(']');
+        const attributes: Attributes = {
+          'http.request.method': m.method,
+          'url.full': m.url,
+          'server.address': hasPort ? m.host.slice(0, colon) : m.host,
+          'stormproof.attempt.number': m.attempt,
+        };
+        if (hasPort) attributes['server.port'] = Number(m.host.slice(colon + 1));
+        if (m.resendCount > 0) attributes['http.request.resend_count'] = m.resendCount;
+        if (m.hedge > 0) attributes['stormproof.hedge'] = m.hedge;
+        sends.set(m.send, tracer.startSpan(m.method, { kind: SpanKind.CLIENT, attributes }));
+        return;
+      }
+      const span = sends.get(m.send);
+      if (span === undefined) return;
+      sends.delete(m.send);
+      if (m.type === 'response') {
+        span.setAttribute('http.response.status_code', m.status ?? 0);
+        if ((m.status ?? 0) >= 400) {
+          span.setAttribute('error.type', String(m.status));
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+      } else {
+        span.setAttribute('error.type', errorType(m.error));
+        span.setStatus({ code: SpanStatusCode.ERROR });
+      }
+      span.end();
+    });
+  }
   const spans = new Map<CallRef, Span>();
   listen<CallMessage>(channels.call, (m) => {
     if (m.type === 'start') {
