@@ -63,7 +63,6 @@ export {
   channels,
   type EventChannel,
   type FetchMessage,
-  type GrpcMessage,
   type HedgeMessage,
   type ServerMessage,
   type TimerMessage,

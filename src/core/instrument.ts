@@ -212,7 +212,8 @@ export interface HedgeMessage {
 }
 
 /**
- * `stormproof:budget`: a budget's answer to a retry. `budget` is the budget itself (read its
+ * `stormproof:budget`: a budget's answer to a retry (or a hedge). stormproof/grpc's A6 retry
+ * throttle is a `TokenBucket`: its answers come here too. `budget` is the budget itself (read its
  * tokens at collection time; hold it weakly).
  */
 export interface BudgetMessage {
@@ -326,14 +327,6 @@ export interface FetchMessage {
   readonly atMs: number;
 }
 
-/** `stormproof:grpc`: the client's A6 retry throttle. */
-export interface GrpcMessage {
-  readonly type: 'throttled' | 'tokens';
-  readonly target: string;
-  readonly tokens: number;
-  readonly maxTokens: number;
-}
-
 /** `stormproof:timer`: scheduled runs skipped or failed (stormproof's `every`/`daily`). */
 export interface TimerMessage {
   readonly type: 'skip' | 'error';
@@ -358,8 +351,6 @@ export const channels = {
   server: channel<ServerMessage>('stormproof:server'),
   /** `stormproof:fetch` */
   fetch: channel<FetchMessage>('stormproof:fetch'),
-  /** `stormproof:grpc` */
-  grpc: channel<GrpcMessage>('stormproof:grpc'),
   /** `stormproof:timer` */
   timer: channel<TimerMessage>('stormproof:timer'),
 } as const;
