@@ -594,6 +594,23 @@ describe("stormproof/fetch's rules, through axios", () => {
     expect(clock.sleeps).toEqual([2500, 1700]);
   });
 
+  it('x-amz-retry-after is added to the backoff, bounded by the deadline, not by backoff + 5 s', async () => {
+    // Differs from the AWS SDK 2026 rule (aws-sdk-js-v3 #8037): AWS waits
+    // clamp(x-amz-retry-after, backoff, backoff + 5 s); stormproof waits backoff + the value, so
+    // a small value never undercuts the jittered backoff (as AWS's lower bound), and a large one
+    // is bounded by the deadline: past it, the request ends at once instead of sleeping.
+    handler = answer({ status: 503, headers: { 'x-amz-retry-after': '9000' } }, 200);
+    const clock = instantClock();
+    await client({}, clock).get('/test');
+    expect(clock.sleeps).toEqual([100 + 9000]); // AWS: min(9000, 100 + 5000) = 5100
+    received = [];
+    handler = answer({ status: 503, headers: { 'x-amz-retry-after': '40000' } }, 200);
+    const error = await client({}, instantClock())
+      .get('/test')
+      .catch((e) => e);
+    expect(getRetryReport(error)?.reason).toBe('retry-after-beyond-deadline');
+  });
+
   it('a Retry-After past the deadline ends the request at once', async () => {
     handler = answer({ status: 503, headers: { 'retry-after': '3600' } }, 200);
     const clock = instantClock();

@@ -226,6 +226,19 @@ describe("the peers' default schedules", () => {
     expect(cockatielSchedule.waitSeconds(1000, half)).toBe(0);
   });
 
+  it('has the AWS SDK 2026 defaults (aws-sdk-js-v3 #8037) beside the smithy schedule before them', () => {
+    const row = PEER_SCHEDULES.find((peer) => peer.library.startsWith('AWS SDK 2026 defaults'));
+    const before = PEER_SCHEDULES.find((peer) => peer.library.includes('before 2026'));
+    expect(row?.schedule).toContain('transient base 50 ms');
+    const half = () => 0.5;
+    // The herd's failures are transient (503): base 50 ms, 2 retries, full jitter.
+    const schedule = row?.run() as RetrySchedule;
+    expect(schedule.maxRetries).toBe(2);
+    expect([0, 1].map((n) => schedule.waitSeconds(n, half))).toEqual([0.025, 0.05]);
+    expect(before).toBeDefined();
+    expect(herdOutcomes().map((r) => r.library)).toContain(row?.library);
+  });
+
   it('caps where the source caps: undici at 30 s, smithy at 20 s', () => {
     expect(undiciRetryAgentSchedule.waitSeconds(10, () => 0.5)).toBe(30);
     expect(awsStandardSchedule(50).waitSeconds(20, () => 0.5)).toBe(10);

@@ -349,8 +349,9 @@ export const PEER_SCHEDULES: readonly PeerSchedule[] = Object.freeze([
     run: () => undiciRetryAgentSchedule,
   },
   {
-    library: 'AWS smithy standard (util-retry 4.6.2)',
-    schedule: '2 retries, full jitter, base 50 ms, cap 20 s; quota never binds',
+    library: 'AWS SDK 2026 defaults (smithy util-retry 4.6.2)',
+    schedule:
+      '2 retries, full jitter, transient base 50 ms (throttling 1 s), cap 20 s; 14-token quota never binds',
     run: () => awsStandardSchedule(50),
   },
   {
