@@ -405,3 +405,38 @@ describe('timers report into stormproof:timer', () => {
     expect(seen[0]).toMatchObject({ type: 'error', error: boom });
   });
 });
+
+describe('the portable channel (browsers, workerd)', () => {
+  it('subscribes once, unsubscribes, and a throwing subscriber reaches neither the others nor the publisher', async () => {
+    const { PortableChannel } = await import('../src/core/instrument.js');
+    const c = new PortableChannel<number>('stormproof:test');
+    expect(c.hasSubscribers).toBe(false);
+    const got: number[] = [];
+    const keep = (m: number) => got.push(m);
+    const boom = new Error('subscriber bug');
+    const broken = () => {
+      throw boom;
+    };
+    c.subscribe(broken);
+    c.subscribe(keep);
+    c.subscribe(keep);
+    expect(c.hasSubscribers).toBe(true);
+    const reported: unknown[] = [];
+    const onUncaught = (error: unknown) => reported.push(error);
+    process.prependListener('uncaughtException', onUncaught);
+    try {
+      c.publish(1);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+    } finally {
+      process.removeListener('uncaughtException', onUncaught);
+    }
+    expect(got).toEqual([1]);
+    expect(reported).toEqual([boom]);
+    expect(c.unsubscribe(broken)).toBe(true);
+    expect(c.unsubscribe(broken)).toBe(false);
+    expect(c.unsubscribe(keep)).toBe(true);
+    expect(c.hasSubscribers).toBe(false);
+    c.publish(2);
+    expect(got).toEqual([1]);
+  });
+});

@@ -53,8 +53,9 @@ function diagnosticsChannels(): DiagnosticsChannels | undefined {
  * The portable channel: a subscriber list. A subscriber that throws does not stop the others or
  * reach the publisher; its error is thrown again from a microtask, as diagnostics_channel does
  * from `process.nextTick`, so it is reported and never changes a call.
+ * @internal
  */
-class PortableChannel<M> implements EventChannel<M> {
+export class PortableChannel<M> implements EventChannel<M> {
   hasSubscribers = false;
   private subscribers: ReadonlyArray<(message: M, name: string) => void> = [];
 
