@@ -8,6 +8,7 @@ import { mapReport, mapText, renderHeatmapSvg } from '../src/sim/map/report.js';
 import { HUANG_CAPACITY, runMapScenario, runScenarioRun } from '../src/sim/map/scenarios.js';
 import { assembleMap, resolveMapGrid, runMap } from '../src/sim/map/sweep.js';
 import { capacityAt, type Trigger, workDoneAt } from '../src/sim/map/trigger.js';
+import { CLASS_FILLS } from '../src/sim/palette.js';
 import { renderReportHtml } from '../src/sim/plot.js';
 
 /** A series of `seconds` seconds with 100 offered a second and `good(s)` answered. */
@@ -240,7 +241,8 @@ describe('runMap (the sweep)', () => {
       ],
     });
     expect(svg.match(/<rect class="cell"/g)).toHaveLength(2);
-    expect(svg).toContain('fill="#dc2626"');
+    expect(svg).toContain(`fill="${CLASS_FILLS.metastable}"`);
+    expect(svg).toContain(`fill="${CLASS_FILLS.stable}"`);
   });
 });
 

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { inflateSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
+import { PALETTE, SERIES_COLORS } from '../src/sim/palette.js';
 import {
   type BarChart,
   type Chart,
@@ -152,7 +153,11 @@ describe('renderChartSvg', () => {
         expect(y).toBeLessThanOrEqual(320 - 50);
       }
     }
-    expect(series.map((s) => s.attrs.stroke)).toEqual(['#2563eb', '#16a34a', '#dc2626']);
+    expect(series.map((s) => s.attrs.stroke)).toEqual([
+      SERIES_COLORS.offered,
+      SERIES_COLORS.succeeded,
+      SERIES_COLORS.failed,
+    ]);
     // Higher values are drawn higher up (smaller y).
     const offered = points(series[0]!);
     expect(offered[3]![1]).toBeLessThan(offered[0]![1]);
@@ -463,7 +468,7 @@ describe('in headless Chromium', () => {
       {
         ...bars,
         bars: [
-          { label: 'a', value: 50, color: '#7c3aed' },
+          { label: 'a', value: 50, color: PALETTE[4] },
           { label: 'b', value: 80, color: '#d97706' },
         ],
       },
@@ -481,7 +486,7 @@ describe('in headless Chromium', () => {
       const colors =
         chart.kind === 'line'
           ? chart.lines.map((l) => ({
-              l: { offered: '#2563eb', succeeded: '#16a34a', failed: '#dc2626' }[l.label]!,
+              l: SERIES_COLORS[l.label as keyof typeof SERIES_COLORS],
             }))
           : chart.bars.map((b) => ({ l: b.color! }));
       for (const { l } of colors) {
@@ -489,7 +494,9 @@ describe('in headless Chromium', () => {
       }
     });
     // And the test can tell: chart two has no succeeded line, so next to no green.
-    expect(count(picture, '#16a34a', { x0: 464, y0: 54, x1: 782, y1: 250 })).toBeLessThan(20);
+    expect(
+      count(picture, SERIES_COLORS.succeeded, { x0: 464, y0: 54, x1: 782, y1: 250 }),
+    ).toBeLessThan(20);
   });
 
   it('the HTML report draws every chart', async () => {
@@ -503,8 +510,8 @@ describe('in headless Chromium', () => {
     const picture = await screenshot(file, 1300, 700);
     const whole = { x0: 0, y0: 0, x1: picture.width, y1: picture.height };
     // Two charts with a green line each: far more green than the two legends alone.
-    expect(count(picture, '#16a34a', whole)).toBeGreaterThan(600);
-    expect(count(picture, '#2563eb', whole)).toBeGreaterThan(300);
-    expect(count(picture, '#dc2626', whole)).toBeGreaterThan(300);
+    expect(count(picture, SERIES_COLORS.succeeded, whole)).toBeGreaterThan(600);
+    expect(count(picture, SERIES_COLORS.offered, whole)).toBeGreaterThan(300);
+    expect(count(picture, SERIES_COLORS.failed, whole)).toBeGreaterThan(300);
   });
 });

@@ -2,6 +2,7 @@
 // prints the comparison and writes the same report as the simulated lab, from measured curves.
 import { resolve } from 'node:path';
 import { type LiveLabResult, type LiveRun, runLiveLab } from '../lab/index.js';
+import { PALETTE } from '../sim/palette.js';
 import { type LineChart, type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
 import { type OptionSpec, optionsHelp, parse } from './args.js';
 import { JSON_OPTION, num, table, writeWhole } from './output.js';
@@ -88,7 +89,7 @@ function chart(run: LiveRun): LineChart {
       { label: 'offered', y: s.map((x) => x.offered) },
       { label: 'succeeded', y: s.map((x) => x.succeeded) },
       { label: 'failed', y: s.map((x) => x.failed) },
-      { label: 'calls at the API server', y: s.map((x) => x.apiCalls), color: '#7c3aed' },
+      { label: 'calls at the API server', y: s.map((x) => x.apiCalls), color: PALETTE[4] },
     ],
     bands: [{ from: run.faultFromSeconds, to: run.faultUntilSeconds, label: 'database failover' }],
   };

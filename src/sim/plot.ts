@@ -2,6 +2,8 @@
 // inlines it. No script, no fonts or styles from elsewhere, no dependencies: a report opens offline
 // in any browser and draws without running anything.
 
+import { BAND_COLORS, PALETTE, SERIES_COLORS } from './palette.js';
+
 /** One line of a line chart: a y value for each x of the chart. */
 export interface ChartLine {
   /** The legend's name for it: `"offered"`, `"succeeded"`. */
@@ -161,13 +163,7 @@ export interface Report {
 }
 
 /** Colours of the lines that the storm charts draw, by label. */
-const NAMED_COLORS: Readonly<Record<string, string>> = {
-  offered: '#2563eb',
-  succeeded: '#16a34a',
-  failed: '#dc2626',
-};
-/** The palette for everything else. */
-const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#d97706', '#7c3aed', '#0891b2', '#db2777'];
+const NAMED_COLORS: Readonly<Record<string, string>> = SERIES_COLORS;
 /** Most points a line keeps; longer lines keep each stretch's lowest and highest value. */
 const MAX_POINTS = 1600;
 /** The charts' font attribute, for pictures drawn in the same style. */
@@ -334,6 +330,12 @@ function colorOf(label: string, index: number, given: string | undefined): strin
   return given ?? NAMED_COLORS[label] ?? PALETTE[index % PALETTE.length]!;
 }
 
+/** Lines past the palette's length repeat its colours, dashed, so that no two look alike. */
+function dashOf(label: string, index: number, given: string | undefined): string {
+  if (given !== undefined || NAMED_COLORS[label] !== undefined || index < PALETTE.length) return '';
+  return ' stroke-dasharray="6 4"';
+}
+
 function checkSize(name: string, value: unknown, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 150 || value > 4000) {
@@ -355,6 +357,8 @@ interface Frame {
 interface LegendEntry {
   readonly label: string;
   readonly color: string;
+  /** The line's dash attribute, or nothing. */
+  readonly dash: string;
   readonly x: number;
 }
 
@@ -374,14 +378,15 @@ function chartHeader(chart: Chart, width: number): Header {
   const left = MARGIN.left;
   const right = width - MARGIN.right;
   const title = wrapText(chart.title, right - left, 14, true);
-  const rows: { label: string; color: string; width: number }[][] = [];
+  const rows: { label: string; color: string; dash: string; width: number }[][] = [];
   if (chart.kind === 'line') {
-    let row: { label: string; color: string; width: number }[] = [];
+    let row: { label: string; color: string; dash: string; width: number }[] = [];
     let used = 0;
     chart.lines.forEach((line, i) => {
       const entry = {
         label: line.label,
         color: colorOf(line.label, i, line.color),
+        dash: dashOf(line.label, i, line.color),
         width: SWATCH + textWidth(line.label, 11),
       };
       if (row.length > 0 && used + ENTRY_GAP + entry.width > right - left) {
@@ -396,7 +401,7 @@ function chartHeader(chart: Chart, width: number): Header {
   const legend = rows.map((row) => {
     let x = right - row.reduce((sum, e) => sum + e.width, 0) - ENTRY_GAP * (row.length - 1);
     return row.map((e) => {
-      const placed = { label: e.label, color: e.color, x };
+      const placed = { label: e.label, color: e.color, dash: e.dash, x };
       x += e.width + ENTRY_GAP;
       return placed;
     });
@@ -472,13 +477,13 @@ function lineChartBody(chart: LineChart, frame: Frame, top: number): string {
     const x1 = x(Math.max(band.from, xMin));
     const x2 = x(Math.min(band.to, xMax));
     parts.push(
-      `<rect class="band" x="${c(x1)}" y="${plotTop}" width="${c(Math.max(1, x2 - x1))}" height="${c(plotBottom - plotTop)}" fill="#f59e0b" fill-opacity="0.18"/>`,
+      `<rect class="band" x="${c(x1)}" y="${plotTop}" width="${c(Math.max(1, x2 - x1))}" height="${c(plotBottom - plotTop)}" fill="${BAND_COLORS.fill}" fill-opacity="0.18"/>`,
     );
     if (band.label !== undefined) {
       // At the band's start, or as far right as it fits: a band near the end keeps its label.
       const lx = Math.max(plotLeft, Math.min(x1 + 3, plotRight - textWidth(band.label, 11)));
       parts.push(
-        `<text x="${c(lx)}" y="${plotTop + 12}" font-size="11" fill="#92400e">${escapeXml(band.label)}</text>`,
+        `<text x="${c(lx)}" y="${plotTop + 12}" font-size="11" fill="${BAND_COLORS.text}">${escapeXml(band.label)}</text>`,
       );
     }
   }
@@ -500,6 +505,7 @@ function lineChartBody(chart: LineChart, frame: Frame, top: number): string {
 
   chart.lines.forEach((line, i) => {
     const color = colorOf(line.label, i, line.color);
+    const dash = dashOf(line.label, i, line.color);
     const runs: string[][] = [[]];
     const n = Math.min(xs.length, line.y.length);
     for (const j of decimate(line.y.slice(0, n))) {
@@ -516,7 +522,7 @@ function lineChartBody(chart: LineChart, frame: Frame, top: number): string {
       // A lone point still shows, as a dot.
       if (points.length === 1) points.push(points[0]!);
       parts.push(
-        `<polyline class="series" data-series="${escapeXml(line.label)}" fill="none" stroke="${escapeXml(color)}" stroke-width="2" stroke-linejoin="round" stroke-linecap="round" points="${points.join(' ')}"/>`,
+        `<polyline class="series" data-series="${escapeXml(line.label)}" fill="none" stroke="${escapeXml(color)}"${dash} stroke-width="2" stroke-linejoin="round" stroke-linecap="round" points="${points.join(' ')}"/>`,
       );
     }
   });
@@ -531,7 +537,7 @@ function legendMarkup(header: Header): string {
     const y = first + j * LEGEND_ROW;
     for (const e of row) {
       parts.push(
-        `<line x1="${c(e.x)}" y1="${y - 4}" x2="${c(e.x + 16)}" y2="${y - 4}" stroke="${escapeXml(e.color)}" stroke-width="3"/>`,
+        `<line x1="${c(e.x)}" y1="${y - 4}" x2="${c(e.x + 16)}" y2="${y - 4}" stroke="${escapeXml(e.color)}"${e.dash} stroke-width="3"/>`,
         `<text x="${c(e.x + SWATCH)}" y="${y}" font-size="11" fill="#374151">${escapeXml(e.label)}</text>`,
       );
     }

@@ -1,5 +1,6 @@
 // `stormproof sim budget`: the storm story's retry budget test.
 import type { BudgetTestResult } from '../../sim/budget-test.js';
+import { PALETTE } from '../../sim/palette.js';
 import type { LineChart } from '../../sim/plot.js';
 import { num, table } from '../output.js';
 import { type Scenario, seedOption } from '../scenario.js';
@@ -18,8 +19,8 @@ function cumulativeChart(title: string, perRequest: readonly number[]): LineChar
     yLabel: 'calls to the service, cumulative',
     x,
     lines: [
-      { label: 'calls', y: cumulative, color: '#dc2626' },
-      { label: 'first tries', y: x, color: '#2563eb' },
+      { label: 'calls', y: cumulative, color: PALETTE[1] },
+      { label: 'first tries', y: x, color: PALETTE[0] },
     ],
   };
 }

@@ -1,5 +1,6 @@
 // `stormproof sim hedge`: the Tail at Scale fan-out, with and without hedging.
 import type { HedgeSimResult } from '../../sim/hedge.js';
+import { PALETTE } from '../../sim/palette.js';
 import type { BarChart } from '../../sim/plot.js';
 import { num, table } from '../output.js';
 import { type Scenario, seedOption } from '../scenario.js';
@@ -26,8 +27,8 @@ function refusals(r: HedgeSimResult): string {
   return parts.length === 0 ? 'none' : parts.join(', ');
 }
 
-const PLAIN = '#dc2626';
-const HEDGED = '#2563eb';
+const PLAIN = PALETTE[1];
+const HEDGED = PALETTE[0];
 
 /** The tail side by side: each percentile without and with hedging. */
 function tailChart(p: HedgeSimResult, h: HedgeSimResult): BarChart {

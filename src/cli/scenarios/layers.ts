@@ -1,5 +1,6 @@
 // `stormproof sim layers`: retries at several layers over an always-failing service.
 import type { LayersResult } from '../../sim/layers.js';
+import { PALETTE } from '../../sim/palette.js';
 import { num, table } from '../output.js';
 import type { Scenario } from '../scenario.js';
 
@@ -85,7 +86,7 @@ export const layers: Scenario = {
             bars: r.callsPerLevel.map((value, j) => ({
               label: labels[j]!,
               value,
-              color: j === labels.length - 1 ? '#dc2626' : '#2563eb',
+              color: j === labels.length - 1 ? PALETTE[1] : PALETTE[0],
             })),
           })),
         },

@@ -1,4 +1,6 @@
 // `stormproof sim timers`: partner apps refreshing at 06:00 against a daily timer per device.
+
+import { PALETTE } from '../../sim/palette.js';
 import type { LineChart } from '../../sim/plot.js';
 import type { TimersResult } from '../../sim/timers.js';
 import { num, table } from '../output.js';
@@ -83,7 +85,7 @@ export const timers: Scenario = {
       xLabel: 'seconds from 06:00:00',
       yLabel: 'requests per second',
       x: load.series.map((s) => s.t),
-      lines: [{ label: 'requests', y: load.series.map((s) => s.requests), color: '#2563eb' }],
+      lines: [{ label: 'requests', y: load.series.map((s) => s.requests), color: PALETTE[0] }],
     });
     return {
       title: 'Jitter your timers too',

@@ -1,5 +1,6 @@
 // The map drawn: heatmaps (SVG, in the storm lab report's style, through src/sim/plot.ts), a
 // text map for the terminal, and the report pages for a sweep and for a scenario.
+import { CLASS_FILLS, CLASS_LABELS } from '../palette.js';
 import { escapeXml, FONT, formatValue, type Report, type ReportSection, svgPage } from '../plot.js';
 import type { MapClass } from './classify.js';
 import { type MapPolicy, POLICY_SUMMARY } from './policies.js';
@@ -7,12 +8,8 @@ import { type MapScenarioResult, WEATHER_CONNECTIONS, WEATHER_FAULT_SECONDS } fr
 import type { MapCell, MapResult } from './sweep.js';
 import type { TriggerKind } from './trigger.js';
 
-/** The colour of each class. */
-export const CLASS_COLORS: Readonly<Record<MapClass, string>> = {
-  stable: '#16a34a',
-  vulnerable: '#d97706',
-  metastable: '#dc2626',
-};
+/** The colour of each class: blue, orange and dark red, apart for colour-blind readers. */
+export const CLASS_COLORS: Readonly<Record<MapClass, string>> = CLASS_FILLS;
 
 /** The one-letter mark of each class in the text map. */
 export const CLASS_MARKS: Readonly<Record<MapClass, string>> = {
@@ -49,7 +46,7 @@ const M = { left: 64, right: 18, top: 52, bottom: 50 };
 
 /**
  * One heatmap as a standalone `<svg>`: each square a `<rect class="cell" data-class="...">`,
- * coloured stable (green), vulnerable (amber) or metastable (red), with its label and tooltip.
+ * coloured stable (blue), vulnerable (orange) or metastable (dark red), with its label and tooltip.
  *
  * @example
  * ```ts
@@ -74,7 +71,7 @@ export function renderHeatmapSvg(map: Heatmap): string {
     const y = M.top + (map.rows.length - 1 - cell.row) * ch;
     parts.push(
       `<g><title>${escapeXml(cell.note)}</title><rect class="cell" data-class="${cell.class}" x="${r2(x)}" y="${r2(y)}" width="${r2(cw - 1)}" height="${r2(ch - 1)}" fill="${CLASS_COLORS[cell.class]}"/>`,
-      `<text x="${r2(x + cw / 2)}" y="${r2(y + ch / 2 + font / 3)}" font-size="${font}" text-anchor="middle" fill="#ffffff">${escapeXml(cell.label)}</text></g>`,
+      `<text x="${r2(x + cw / 2)}" y="${r2(y + ch / 2 + font / 3)}" font-size="${font}" text-anchor="middle" fill="${CLASS_LABELS[cell.class]}">${escapeXml(cell.label)}</text></g>`,
     );
   }
   map.rows.forEach((label, i) => {
@@ -224,7 +221,7 @@ export function mapReport(result: MapResult, footer?: string): Report {
   const sections: ReportSection[] = blocks(result).map((block) => ({
     heading: `${KIND_TEXT[block.kind]}, ${serverText(block.server)}`,
     text: [
-      'Rows: offered load; columns: trigger length. Colour: the class of most seeds (green stable, amber vulnerable, red metastable); number: % of seeds metastable. Hover a square for its recovery time and amplification.',
+      'Rows: offered load; columns: trigger length. Colour: the class of most seeds (blue stable, orange vulnerable, dark red metastable); number: % of seeds metastable. Hover a square for its recovery time and amplification.',
     ],
     table: {
       head: ['load', ...grid.policies.map((p) => `${p}: stable up to / metastable from (s)`)],
