@@ -40,7 +40,7 @@ export {
 export type {
   UndiciController,
   UndiciDispatch,
-  UndiciDispatchOptions,
+  UndiciDispatchArgs,
   UndiciHandler,
   UndiciHeaders,
   UndiciInterceptor,

@@ -57,7 +57,7 @@ import { isRetryFromAbove, readHeader, withHeader } from './headers.js';
 import type {
   UndiciController,
   UndiciDispatch,
-  UndiciDispatchOptions,
+  UndiciDispatchArgs,
   UndiciHandler,
   UndiciInterceptor,
 } from './types.js';
@@ -702,7 +702,7 @@ class Exchange implements UndiciController {
   constructor(
     private readonly settings: Settings,
     private readonly dispatch: UndiciDispatch,
-    private readonly opts: UndiciDispatchOptions,
+    private readonly opts: UndiciDispatchArgs,
     private readonly method: string,
     readonly handler: UndiciHandler,
   ) {
@@ -790,7 +790,7 @@ class Exchange implements UndiciController {
           one.kill(signal.reason);
           return;
         }
-        const attemptOpts: UndiciDispatchOptions = {
+        const attemptOpts: UndiciDispatchArgs = {
           ...this.opts,
           headers:
             attempt > 1 && settings.attemptHeader !== undefined
@@ -872,7 +872,7 @@ function amendReason(value: unknown, reason: GiveUpReason): void {
     setReport(value, { ...report, reason });
 }
 
-function describeUrl(opts: UndiciDispatchOptions): string {
+function describeUrl(opts: UndiciDispatchArgs): string {
   try {
     return redactUrl(new URL(opts.path ?? '/', String(opts.origin ?? '')));
   } catch {

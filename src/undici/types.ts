@@ -15,7 +15,7 @@ export type UndiciHeaders =
   | undefined;
 
 /** What stormproof/undici reads of undici's dispatch options; everything else passes through. */
-export interface UndiciDispatchOptions {
+export interface UndiciDispatchArgs {
   /** `http://host:port` (a string or URL); the key of the origin's budget and breaker. */
   origin?: string | URL;
   /** The path with its query: `/items?page=2`. */
@@ -66,12 +66,12 @@ export interface UndiciHandler {
 }
 
 /** undici's `dispatch(options, handler)`: false when the dispatcher is busy (drain before more). */
-export type UndiciDispatch = (options: UndiciDispatchOptions, handler: UndiciHandler) => boolean;
+export type UndiciDispatch = (options: UndiciDispatchArgs, handler: UndiciHandler) => boolean;
 
 /**
  * The next dispatch, as `Dispatcher.compose` hands it to an interceptor. Its arguments are typed
  * `never` so that undici 7's and 8's own `Dispatcher['dispatch']`, whose option and handler types
- * are narrower than {@link UndiciDispatchOptions} and differ between versions, fits it; the
+ * are narrower than {@link UndiciDispatchArgs} and differ between versions, fits it; the
  * interceptor calls it with the options and a handler of the current API.
  */
 export type UndiciNextDispatch = (options: never, handler: never) => boolean;
