@@ -15,6 +15,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { liveReport } from '../src/cli/live.js';
 import type { LiveLabResult } from '../src/lab/index.js';
+import { PALETTE, SERIES_COLORS } from '../src/sim/palette.js';
 import { renderReportHtml } from '../src/sim/plot.js';
 import { MAIN, root } from './helpers/cli.js';
 
@@ -138,6 +139,13 @@ describe('a short storm on 127.0.0.1', () => {
       expect(charts).toBeGreaterThanOrEqual(1);
       await page.locator('svg').first().scrollIntoViewIfNeeded();
       const png = await page.locator('svg').first().screenshot();
+      const rgb = (hex: string) => [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16));
+      const LINE_RGB = {
+        offered: rgb(SERIES_COLORS.offered),
+        succeeded: rgb(SERIES_COLORS.succeeded),
+        failed: rgb(SERIES_COLORS.failed),
+        api: rgb(PALETTE[4]),
+      };
       // The browser decodes its own screenshot: pixels near each line's colour, counted.
       const counts = (await page.evaluate(
         `(async () => {
@@ -150,7 +158,7 @@ describe('a short storm on 127.0.0.1', () => {
           const ctx = canvas.getContext('2d');
           ctx.drawImage(img, 0, 0);
           const data = ctx.getImageData(0, 0, img.width, img.height).data;
-          const colours = { offered: [37, 99, 235], succeeded: [22, 163, 74], failed: [220, 38, 38], api: [124, 58, 237] };
+          const colours = ${JSON.stringify(LINE_RGB)};
           const out = { offered: 0, succeeded: 0, failed: 0, api: 0, white: 0, total: data.length / 4 };
           for (let i = 0; i < data.length; i += 4) {
             const [r, g, b] = [data[i], data[i + 1], data[i + 2]];
