@@ -41,10 +41,17 @@ import {
   isThenable,
   show,
 } from '../core/validate.js';
-import { type BudgetFactory, OriginBudgets, originOf } from '../fetch/budgets.js';
+import {
+  type BudgetFactory,
+  DEFAULT_MAX_ORIGINS,
+  OriginBudgets,
+  originOf,
+} from '../fetch/budgets.js';
 import { redactUrl } from '../fetch/redact.js';
 import {
   AUTO_KEY_METHODS,
+  FETCH_ATTEMPT_TIMEOUT_MS,
+  FETCH_DEADLINE_MS,
   IDEMPOTENCY_KEY_HEADER,
   isReplayableBody,
   newIdempotencyKey,
@@ -62,13 +69,13 @@ import {
 import { exponentialDelay } from './delays.js';
 
 /** The total time of one axios request, in ms, attempts and waits included: stormproof/fetch's. */
-export const AXIOS_DEADLINE_MS = 30_000;
+export const AXIOS_DEADLINE_MS = FETCH_DEADLINE_MS;
 
 /** The time limit of one attempt, in ms: stormproof/fetch's (above ky's 10 s). */
-export const AXIOS_ATTEMPT_TIMEOUT_MS = 15_000;
+export const AXIOS_ATTEMPT_TIMEOUT_MS = FETCH_ATTEMPT_TIMEOUT_MS;
 
 /** How many origins' retry budgets one axiosRetry remembers by default. */
-export const AXIOS_MAX_ORIGINS = 1000;
+export const AXIOS_MAX_ORIGINS = DEFAULT_MAX_ORIGINS;
 
 /** What every axios event says about its request. Never a header, never a body. */
 export interface AxiosEventContext {

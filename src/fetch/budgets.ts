@@ -5,6 +5,9 @@
 import type { Budget } from '../core/budgets/budget.js';
 
 /** Makes the budget of one origin (`https://api.example.com`). */
+/** How many origins' retry budgets an HTTP adapter remembers by default. */
+export const DEFAULT_MAX_ORIGINS = 1000;
+
 export type BudgetFactory = (origin: string) => Budget;
 
 /** The budgets of the origins a createFetch has called, the least recently used first. */

@@ -56,13 +56,15 @@ import {
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
-import { type BudgetFactory, OriginBudgets, originOf } from './budgets.js';
+import { type BudgetFactory, DEFAULT_MAX_ORIGINS, OriginBudgets, originOf } from './budgets.js';
 import { isLostToKeepAliveRace, watchKeepAliveRace } from './keep-alive-race.js';
 import { isFetchNetworkError } from './network-error.js';
 import { redactUrl } from './redact.js';
 import {
   AUTO_KEY_METHODS,
   cancelBody,
+  FETCH_ATTEMPT_TIMEOUT_MS,
+  FETCH_DEADLINE_MS,
   IDEMPOTENCY_KEY_HEADER,
   isReplayableBody,
   isRequest,
@@ -118,20 +120,8 @@ export type FetchFunction = (
   init?: RequestInit,
 ) => Promise<Response>;
 
-/**
- * createFetch's total time for one call, in ms: two attempts of {@link FETCH_ATTEMPT_TIMEOUT_MS}.
- * See docs/fetch.md for why.
- */
-export const FETCH_DEADLINE_MS = 30_000;
-
-/**
- * createFetch's time limit of one attempt, in ms: Envoy's default route timeout, and above ky's
- * 10 s request timeout, so an endpoint that answers within 10 s is never cut off.
- */
-export const FETCH_ATTEMPT_TIMEOUT_MS = 15_000;
-
-/** How many origins' retry budgets one createFetch remembers by default. */
-export const DEFAULT_MAX_ORIGINS = 1000;
+export { DEFAULT_MAX_ORIGINS } from './budgets.js';
+export { FETCH_ATTEMPT_TIMEOUT_MS, FETCH_DEADLINE_MS } from './request.js';
 
 /** What every fetch event says about its request. Never a header, never a body. */
 export interface FetchEventContext {

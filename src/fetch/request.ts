@@ -3,6 +3,18 @@
 // Node imports or globals, only the web platform (Headers, crypto, ReadableStream).
 
 /**
+ * createFetch's total time for one call, in ms: two attempts of {@link FETCH_ATTEMPT_TIMEOUT_MS}.
+ * See docs/fetch.md for why.
+ */
+export const FETCH_DEADLINE_MS = 30_000;
+
+/**
+ * createFetch's time limit of one attempt, in ms: Envoy's default route timeout, and above ky's
+ * 10 s request timeout, so an endpoint that answers within 10 s is never cut off.
+ */
+export const FETCH_ATTEMPT_TIMEOUT_MS = 15_000;
+
+/**
  * The methods retried by default: the idempotent ones of RFC 9110 section 9.2.2 (PUT, DELETE and
  * the safe GET, HEAD, OPTIONS, TRACE) and QUERY, safe and idempotent by RFC 10008. POST and
  * PATCH are not on the list: repeating them can repeat their effect.

@@ -39,7 +39,12 @@ import {
   isThenable,
   show,
 } from '../core/validate.js';
-import { type BudgetFactory, OriginBudgets, originOf } from '../fetch/budgets.js';
+import {
+  type BudgetFactory,
+  DEFAULT_MAX_ORIGINS,
+  OriginBudgets,
+  originOf,
+} from '../fetch/budgets.js';
 import { redactUrl } from '../fetch/redact.js';
 import { AUTO_KEY_METHODS, IDEMPOTENCY_KEY_HEADER, newIdempotencyKey } from '../fetch/request.js';
 import {
@@ -70,7 +75,7 @@ import type {
 export const INTERCEPTOR_DEADLINE_MS = 300_000;
 
 /** How many origins' retry budgets one interceptor remembers by default. */
-export const INTERCEPTOR_MAX_ORIGINS = 1000;
+export const INTERCEPTOR_MAX_ORIGINS = DEFAULT_MAX_ORIGINS;
 
 /** How many bytes of a streamed request body are kept to send it again on a retry, by default. */
 export const DEFAULT_MAX_REPLAY_BODY_BYTES = 1_048_576;
