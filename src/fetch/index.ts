@@ -27,6 +27,7 @@ import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
 import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
+import { type HedgeOptions, Hedging } from '../core/hedge.js';
 import { channels, type FetchMessage } from '../core/instrument.js';
 import {
   type AttemptContext,
@@ -65,6 +66,8 @@ import {
   cancelBody,
   FETCH_ATTEMPT_TIMEOUT_MS,
   FETCH_DEADLINE_MS,
+  HEDGE_HEADER,
+  HEDGED_METHODS,
   IDEMPOTENCY_KEY_HEADER,
   isReplayableBody,
   isRequest,
@@ -74,8 +77,8 @@ import {
 const fetchChannel = channels.fetch;
 
 export { REDACTED, redactUrl } from './redact.js';
-export { DEFAULT_RETRY_METHODS, IDEMPOTENCY_KEY_HEADER } from './request.js';
-export type { BudgetFactory, GiveUpReason, RetryReport };
+export { DEFAULT_RETRY_METHODS, HEDGE_HEADER, IDEMPOTENCY_KEY_HEADER } from './request.js';
+export type { BudgetFactory, GiveUpReason, HedgeOptions, RetryReport };
 export { OVERLOADED_HEADER };
 
 /** The report of a createFetch call: the engine's, and whether a transparent retry was made. */
@@ -173,7 +176,14 @@ export interface FetchSuccessEvent extends SuccessEvent, FetchEventContext, Tran
 export interface CreateFetchOptions
   extends Omit<
     RetryPolicyOptions,
-    'onRetry' | 'onGiveUp' | 'onSuccess' | 'deadlineMs' | 'attemptTimeoutMs' | 'budget' | 'breaker'
+    | 'onRetry'
+    | 'onGiveUp'
+    | 'onSuccess'
+    | 'deadlineMs'
+    | 'attemptTimeoutMs'
+    | 'budget'
+    | 'breaker'
+    | 'hedge'
   > {
   /**
    * The total time of one call, in ms, from its start, waits included. A retry whose wait would
@@ -212,8 +222,26 @@ export interface CreateFetchOptions
    */
   budget?: Budget | BudgetFactory | false | undefined;
   /**
-   * How many origins' budgets are remembered when budgets are per origin. Past it, the origin
-   * used least recently is forgotten and starts again with a fresh budget.
+   * Hedge slow GET and HEAD requests, and requests with an `Idempotency-Key`: when a request has
+   * run longer than nearly all recent ones to its origin (the p96 by default, learned per origin
+   * after 20 answers), a copy goes out and the first answer wins, the other copy aborted through
+   * its signal. Each copy is paid from the origin's retry budget (none sent when it refuses), and
+   * none goes out while the origin pushes back (a 429 or 503, Retry-After), while its breaker is
+   * not closed, or while copies stop winning. A copy carries the attempt header (the number of
+   * sends of the call so far, gRPC A6's way) and `stormproof-hedge: 1`. Never a request that is
+   * not retried (a POST without a key, a stream body), nor PUT or DELETE (two at once may race).
+   * See docs/hedging.md.
+   * @default undefined (no hedging)
+   * @example
+   * ```ts
+   * createFetch({ hedge: {} }); // one copy after the p96 of the origin's recent requests
+   * createFetch({ hedge: { delayMs: 50 } }); // a copy after a fixed 50 ms
+   * ```
+   */
+  hedge?: HedgeOptions | false | undefined;
+  /**
+   * How many origins' budgets (and, with `hedge`, learned hedge delays) are remembered when they
+   * are per origin. Past it, the origin used least recently is forgotten and starts again fresh.
    * @default 1000
    * @example
    * ```ts
@@ -261,8 +289,10 @@ export interface CreateFetchOptions
   idempotencyKey?: 'auto' | false | undefined;
   /**
    * The request header that carries the attempt number on retries (`2`, `3`, ...), so the layer
-   * below can see that a request is already a retry and must not retry it again. `false` sends
-   * nothing. In a browser a header outside the CORS safelist makes a cross-origin retry send a
+   * below can see that a request is already a retry and must not retry it again. With `hedge`,
+   * it counts every send of the call, hedged copies included (gRPC A6's
+   * `grpc-previous-rpc-attempts` + 1), and a hedged copy also carries `stormproof-hedge`. `false`
+   * sends neither. In a browser a header outside the CORS safelist makes a cross-origin retry send a
    * preflight, and the server must list the header in `Access-Control-Allow-Headers`; otherwise
    * the retry fails. Use `false` for cross-origin APIs that do not allow it.
    * @default 'stormproof-attempt'
@@ -320,6 +350,7 @@ export interface CreateFetchOptions
 const OWNER = 'createFetch';
 const FETCH_KEYS = [
   'fetch',
+  'hedge',
   'idempotencyKey',
   'attemptHeader',
   'retryMethods',
@@ -345,8 +376,13 @@ interface Settings {
   readonly attemptHeader: string | undefined;
   readonly retryMethods: ReadonlySet<string>;
   readonly policy: ResolvedPolicy;
-  /** The policy of each origin, with its own budget; undefined when one budget serves all. */
-  readonly origins: OriginBudgets<ResolvedPolicy> | undefined;
+  /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
+  readonly hedging: boolean;
+  /**
+   * The policies of each origin, with its own budget and hedging; undefined when one budget
+   * serves all and nothing is hedged.
+   */
+  readonly origins: OriginBudgets<OriginPolicies> | undefined;
   /** A circuit breaker per origin, when enabled. */
   readonly breakers: BreakerRegistry | undefined;
   readonly hooks: FetchHooks;
@@ -354,6 +390,22 @@ interface Settings {
   readonly keyed: WeakSet<object>;
   /** Bare TypeErrors that a fetch call threw for a failed connection (a browser's). */
   readonly networkErrors: WeakSet<object>;
+}
+
+/**
+ * The policies of one origin. `hedged` (when `hedge` is set) shares `plain`'s budget and adds the
+ * origin's own hedging: its delay is learned from that origin's answers only.
+ */
+interface OriginPolicies {
+  readonly plain: ResolvedPolicy;
+  readonly hedged: ResolvedPolicy | undefined;
+}
+
+/** The `hedge` option, checked once (a Hedging made and dropped): its options, or undefined. */
+function checkHedge(value: unknown): HedgeOptions | undefined {
+  if (value === undefined || value === false) return undefined;
+  new Hedging(OWNER, value);
+  return Object.freeze({ ...(value as HedgeOptions) });
 }
 
 const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
@@ -405,9 +457,11 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
     maxOrigins,
     budget,
     breaker,
+    hedge,
     ...rest
   } = o;
   const makeBudget = checkBudgetFactory(budget);
+  const hedgeOptions = checkHedge(hedge);
   const resolved = resolvePolicy(
     OWNER,
     {
@@ -459,17 +513,30 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
         return userShouldRetry === undefined ? context.verdict : userShouldRetry(context);
       },
     }),
-    origins: undefined as OriginBudgets<ResolvedPolicy> | undefined,
+    hedging: hedgeOptions !== undefined,
+    origins: undefined as OriginBudgets<OriginPolicies> | undefined,
     breakers: checkBreakers(OWNER, breaker, resolved.clock, resolved.random),
     keyed,
     networkErrors,
   };
-  if (makeBudget !== undefined) {
+  if (makeBudget !== undefined || hedgeOptions !== undefined) {
     const shared = settings.policy;
-    (settings as { origins: OriginBudgets<ResolvedPolicy> }).origins = new OriginBudgets(
+    (settings as { origins: OriginBudgets<OriginPolicies> }).origins = new OriginBudgets(
       originLimit,
-      (origin) =>
-        Object.freeze({ ...shared, budget: checkMadeBudget(OWNER, makeBudget(origin), origin) }),
+      (origin) => {
+        const plain =
+          makeBudget === undefined
+            ? shared
+            : Object.freeze({
+                ...shared,
+                budget: checkMadeBudget(OWNER, makeBudget(origin), origin),
+              });
+        const hedged =
+          hedgeOptions === undefined
+            ? undefined
+            : Object.freeze({ ...plain, hedge: new Hedging(OWNER, hedgeOptions) });
+        return { plain, hedged };
+      },
     );
   }
   // Node's fetch shows, through undici's diagnostics channels, which failures are the keep-alive
@@ -588,10 +655,14 @@ async function send(
   let unrepeatable: UnrepeatableReason | undefined;
   if (!isKeyed && !settings.retryMethods.has(method)) unrepeatable = 'not-idempotent';
   else if (!replayable) unrepeatable = 'body-not-replayable';
-  // A Request's body is a stream that its first send consumes: each attempt sends a clone, and
-  // `spare` keeps a copy for the next. Only when there can be a next attempt.
+  // Two copies at once are safe for reads and for keyed requests only: two PUTs or DELETEs in
+  // flight together may race (the older one landing last), which one after the other cannot.
+  const hedgeable =
+    settings.hedging && unrepeatable === undefined && (isKeyed || HEDGED_METHODS.has(method));
+  // A Request's body is a stream that its first send consumes: each copy sends a clone, and
+  // `spare` keeps a copy for the next. Only when there can be a next attempt or a hedge.
   const spare =
-    bodyOfRequest && unrepeatable === undefined && settings.policy.maxAttempts > 1
+    bodyOfRequest && unrepeatable === undefined && (settings.policy.maxAttempts > 1 || hedgeable)
       ? request
       : undefined;
   // A request lost to the keep-alive race is sent again at once, inside its attempt, when the
@@ -707,12 +778,18 @@ async function send(
     (call.breaker === undefined || call.breaker.state === 'closed') &&
     isLostToKeepAliveRace(error);
 
+  /** Copies of the request sent so far in this call, attempts and hedges (not resends). */
+  let copies = 0;
   const operation = async (context: AttemptContext): Promise<Response> => {
-    const { attempt, signal } = context;
+    const { signal } = context;
+    // Without hedging, each attempt sends one copy and this is its attempt number.
+    const sendNumber = ++copies;
+    const hedge = context.hedge ?? 0;
     const attemptInit: RequestInit = { ...init, signal };
-    if (attempt > 1 && settings.attemptHeader !== undefined) {
+    if (sendNumber > 1 && settings.attemptHeader !== undefined) {
       const retryHeaders = new Headers(headers);
-      retryHeaders.set(settings.attemptHeader, String(attempt));
+      retryHeaders.set(settings.attemptHeader, String(sendNumber));
+      if (hedge > 0) retryHeaders.set(HEDGE_HEADER, String(hedge));
       attemptInit.headers = retryHeaders;
     } else if (changedHeaders && headers !== undefined) {
       attemptInit.headers = headers;
@@ -772,8 +849,13 @@ async function send(
   }
 
   try {
+    const origin = settings.origins?.get(originOf(url));
     const policy =
-      settings.origins === undefined ? settings.policy : settings.origins.get(originOf(url));
+      origin === undefined
+        ? settings.policy
+        : hedgeable && origin.hedged !== undefined
+          ? origin.hedged
+          : origin.plain;
     const response = await execute(policy, operation, call, check, unrepeatable);
     // The caller keeps this response: its link now lasts as long as the response does.
     links?.delete(response);

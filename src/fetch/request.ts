@@ -35,6 +35,18 @@ export const DEFAULT_RETRY_METHODS: readonly string[] = Object.freeze([
  */
 export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
+/**
+ * The methods createFetch hedges without an `Idempotency-Key`: the reads. PUT and DELETE are
+ * retried but not hedged: two copies in flight at once may land in either order.
+ */
+export const HEDGED_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
+
+/**
+ * The request header that marks a hedged copy (its number: `1` for the first hedge of an
+ * attempt), so the server can tell it from a retry. Sent with the attempt header, never without.
+ */
+export const HEDGE_HEADER = 'stormproof-hedge';
+
 /** The methods to which `idempotencyKey: 'auto'` adds a key. */
 export const AUTO_KEY_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH']);
 

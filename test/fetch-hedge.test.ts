@@ -1,0 +1,376 @@
+// createFetch({ hedge }): which requests are hedged, what each copy carries, the per-origin state
+// (learned delay, budget, pushback, breaker) on a virtual clock, exact and late; then against a
+// real loopback server that is slow 2 % of the time, and one that sheds.
+import { describe, expect, it } from 'vitest';
+import { DeadlineExceededError } from '../src/core/errors.js';
+import {
+  type CreateFetchOptions,
+  createFetch,
+  DEFAULT_ATTEMPT_HEADER,
+  type FetchSuccessEvent,
+  getRetryReport,
+  HEDGE_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
+} from '../src/fetch/index.js';
+import { type Budget, HedgeLostError, RetryBudget } from '../src/index.js';
+import { ManualClock } from './helpers/clocks.js';
+
+const A = 'https://a.example.com/items';
+const B = 'https://b.example.com/items';
+
+/** What the double saw of one send. */
+interface Sent {
+  readonly url: string;
+  readonly method: string;
+  readonly headers: Headers;
+  readonly signal: AbortSignal;
+  /** Set when the double answered. */
+  answered?: Response;
+  /** Set when the answer's body was cancelled unread. */
+  cancelled?: boolean;
+}
+
+/**
+ * How the double answers one send: after `ms` on the clock with `status` (and headers), or never.
+ * `ignoresSignal`: the answer comes even after the send's signal aborted, as a fetch that does
+ * not watch its signal would.
+ */
+interface Answer {
+  readonly ms?: number;
+  readonly status?: number;
+  readonly headers?: Record<string, string>;
+  readonly ignoresSignal?: boolean;
+}
+
+/**
+ * A fetch double on the virtual clock: `plan(sent, index)` says how to answer each send. An
+ * aborted signal rejects with its reason, as fetch does, unless the answer ignores it.
+ */
+function clockFetch(clock: ManualClock, plan: (sent: Sent, index: number) => Answer) {
+  const sent: Sent[] = [];
+  const fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const entry: Sent = {
+      url: String(input instanceof Request ? input.url : input),
+      method: init?.method ?? 'GET',
+      headers: new Headers(init?.headers),
+      signal: init!.signal!,
+    };
+    const answer = plan(entry, sent.length);
+    sent.push(entry);
+    return new Promise<Response>((resolve, reject) => {
+      const onAbort = () => {
+        cancel?.();
+        reject(entry.signal.reason);
+      };
+      const cancel =
+        answer.ms === undefined
+          ? undefined
+          : clock.setTimer(answer.ms, () => {
+              entry.signal.removeEventListener('abort', onAbort);
+              // Pulled only when read (high-water mark 0), so a cancel before any read shows.
+              const body = new ReadableStream<Uint8Array>(
+                {
+                  pull: (c) => {
+                    c.enqueue(new TextEncoder().encode('body'));
+                    c.close();
+                  },
+                  cancel: () => {
+                    entry.cancelled = true;
+                  },
+                },
+                { highWaterMark: 0 },
+              );
+              const response = new Response(body, {
+                status: answer.status ?? 200,
+                headers: answer.headers ?? {},
+              });
+              entry.answered = response;
+              resolve(response);
+            });
+      if (!answer.ignoresSignal) entry.signal.addEventListener('abort', onAbort, { once: true });
+    });
+  };
+  return Object.assign(fetch, { sent });
+}
+
+/** Runs `promise` to its end on the clock; returns its outcome and when it came. */
+async function settle<T>(clock: ManualClock, promise: Promise<T>) {
+  let done: { value?: T; error?: unknown; at: number } | undefined;
+  promise.then(
+    (value) => {
+      done = { value, at: clock.t };
+    },
+    (error: unknown) => {
+      done = { error, at: clock.t };
+    },
+  );
+  for (let i = 0; i < 4000 && done === undefined; i++) await clock.advance(1);
+  if (done === undefined) throw new Error('the call did not settle');
+  return done;
+}
+
+const refusing = (): Budget => ({
+  recordRequest: () => {},
+  recordSuccess: () => {},
+  recordFailure: () => {},
+  tryRetry: () => false,
+});
+
+for (const lateMs of [0, 3]) {
+  describe(`createFetch hedge on a virtual clock (${lateMs} ms late)`, () => {
+    /** A createFetch on `clock` whose first copy of each request never answers by itself. */
+    const setup = (options: CreateFetchOptions = {}, plan?: (s: Sent, i: number) => Answer) => {
+      const clock = new ManualClock({ lateMs });
+      const events: FetchSuccessEvent[] = [];
+      const fetch = clockFetch(
+        clock,
+        plan ?? ((s) => (s.headers.has(HEDGE_HEADER) ? { ms: 5 } : {})),
+      );
+      const hedged = createFetch({
+        fetch,
+        clock,
+        random: () => 0.5,
+        hedge: { delayMs: 50 },
+        onSuccess: (e) => events.push(e),
+        ...options,
+      });
+      return { clock, fetch, hedged, events };
+    };
+
+    it('a GET: the copy after 50 ms answers first, the slow one is aborted, each marked', async () => {
+      const { clock, fetch, hedged, events } = setup();
+      const result = await settle(clock, hedged(A));
+      expect(result.value?.status).toBe(200);
+      expect(result.at).toBe(50 + 5 + 2 * lateMs);
+      expect(fetch.sent).toHaveLength(2);
+      const [first, hedge] = fetch.sent;
+      // The first copy is a first attempt: no header. The hedge is the call's second send.
+      expect(first!.headers.has(DEFAULT_ATTEMPT_HEADER)).toBe(false);
+      expect(first!.headers.has(HEDGE_HEADER)).toBe(false);
+      expect(hedge!.headers.get(DEFAULT_ATTEMPT_HEADER)).toBe('2');
+      expect(hedge!.headers.get(HEDGE_HEADER)).toBe('1');
+      expect(first!.signal.aborted).toBe(true);
+      expect(first!.signal.reason).toBeInstanceOf(HedgeLostError);
+      expect(hedge!.signal.aborted).toBe(false);
+      expect(events).toEqual([
+        expect.objectContaining({
+          attempts: 1,
+          method: 'GET',
+          status: 200,
+          hedges: { sent: 1, won: 1, cancelled: 1, refused: {} },
+        }),
+      ]);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+
+    it('a loser that ignores its signal never delays the answer; its late answer is cancelled', async () => {
+      const { clock, fetch, hedged } = setup({}, (s) =>
+        s.headers.has(HEDGE_HEADER) ? { ms: 5 } : { ms: 1000, ignoresSignal: true },
+      );
+      const result = await settle(clock, hedged(A));
+      expect(result.at).toBe(50 + 5 + 2 * lateMs);
+      expect(await result.value!.text()).toBe('body');
+      await clock.advance(1000);
+      expect(fetch.sent[0]!.answered).toBeDefined();
+      // Nobody reads it: its body was cancelled, so its connection is freed.
+      expect(fetch.sent[0]!.cancelled).toBe(true);
+      expect(fetch.sent[1]!.cancelled).toBeUndefined();
+    });
+
+    it('hedges GET, HEAD and keyed requests; never POST without a key, PUT, DELETE or a stream', async () => {
+      const cases: Array<[RequestInit, number, CreateFetchOptions?]> = [
+        [{ method: 'GET' }, 2],
+        [{ method: 'HEAD' }, 2],
+        [{ method: 'POST', body: 'x', headers: { [IDEMPOTENCY_KEY_HEADER]: '"k1"' } }, 2],
+        [{ method: 'POST', body: 'x' }, 2, { idempotencyKey: 'auto' }],
+        [{ method: 'PATCH', body: 'x', headers: { [IDEMPOTENCY_KEY_HEADER]: '"k2"' } }, 2],
+        [{ method: 'POST', body: 'x' }, 1],
+        [{ method: 'PATCH', body: 'x' }, 1],
+        [{ method: 'PUT', body: 'x' }, 1],
+        [{ method: 'DELETE' }, 1],
+        [{ method: 'OPTIONS' }, 1],
+        // A GET the user does not let be retried is not hedged either.
+        [{ method: 'GET' }, 1, { retryMethods: ['HEAD'] }],
+        [
+          {
+            method: 'POST',
+            body: new ReadableStream({ start: (c) => c.close() }),
+            headers: { [IDEMPOTENCY_KEY_HEADER]: '"k3"' },
+            duplex: 'half',
+          } as RequestInit,
+          1,
+        ],
+      ];
+      for (const [init, sends, options] of cases) {
+        // Every first copy answers after 200 ms: a hedge is due at 50 ms for those that hedge.
+        const { clock, fetch, hedged } = setup(options, (s) =>
+          s.headers.has(HEDGE_HEADER) ? { ms: 5 } : { ms: 200 },
+        );
+        const result = await settle(clock, hedged(A, init));
+        expect(result.value?.status, `${init.method} ${JSON.stringify(options)}`).toBe(200);
+        expect(fetch.sent.length, `${init.method} ${JSON.stringify(options)}`).toBe(sends);
+        if (sends === 2) {
+          // A keyed request's copies carry the same key.
+          expect(fetch.sent[1]!.headers.get(IDEMPOTENCY_KEY_HEADER)).toBe(
+            fetch.sent[0]!.headers.get(IDEMPOTENCY_KEY_HEADER),
+          );
+        }
+      }
+    });
+
+    it('numbers every send of a call: a retry after a hedged attempt is the third', async () => {
+      const { clock, fetch, hedged } = setup({ baseDelayMs: 100 }, (_s, i) =>
+        i < 2 ? { ms: i === 0 ? 60 : 20, status: 502 } : { ms: 1 },
+      );
+      const result = await settle(clock, hedged(A));
+      expect(result.value?.status).toBe(200);
+      expect(
+        fetch.sent.map((s) => [s.headers.get(DEFAULT_ATTEMPT_HEADER), s.headers.get(HEDGE_HEADER)]),
+      ).toEqual([
+        [null, null],
+        ['2', '1'],
+        ['3', null],
+      ]);
+    });
+
+    it('attemptHeader: false sends neither header on a hedge', async () => {
+      const { clock, fetch, hedged } = setup({ attemptHeader: false }, (_s, i) =>
+        i === 0 ? {} : { ms: 5 },
+      );
+      await settle(clock, hedged(A));
+      expect(fetch.sent).toHaveLength(2);
+      expect([...(fetch.sent[1]!.headers as unknown as Iterable<unknown>)]).toEqual([]);
+    });
+
+    it('the deadline covers both copies', async () => {
+      const { clock, fetch, hedged } = setup({ deadlineMs: 200 }, () => ({}));
+      const result = await settle(clock, hedged(A));
+      expect(result.error).toBeInstanceOf(DeadlineExceededError);
+      expect(result.at).toBe(200 + lateMs);
+      expect(fetch.sent).toHaveLength(2);
+      expect(fetch.sent.every((s) => s.signal.aborted)).toBe(true);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+
+    it('learns the delay per origin: a busy origin hedges, a new one is still learning', async () => {
+      const { clock, fetch, hedged, events } = setup({ hedge: {} }, (s) =>
+        s.url.includes('slow') && !s.headers.has(HEDGE_HEADER) ? { ms: 500 } : { ms: 2 },
+      );
+      // 20 answers of 2 ms teach origin A its delay: the 10 ms floor.
+      for (let i = 0; i < 20; i++) await settle(clock, hedged(A));
+      expect(fetch.sent).toHaveLength(20);
+      const start = clock.t;
+      const a = await settle(clock, hedged(`${A}?slow`));
+      // Hedged after 10 ms (its 2 ms answers, plus lateness, are below the floor).
+      expect(a.at - start).toBe(10 + 2 + 2 * lateMs);
+      expect(events.at(-1)?.hedges).toEqual({ sent: 1, won: 1, cancelled: 1, refused: {} });
+      const b = await settle(clock, hedged(`${B}?slow`));
+      expect(b.value?.status).toBe(200);
+      expect(events.at(-1)?.hedges).toEqual({
+        sent: 0,
+        won: 0,
+        cancelled: 0,
+        refused: { learning: 1 },
+      });
+      expect(fetch.sent).toHaveLength(23);
+    });
+
+    it('forgets the origin used least recently past maxOrigins, as the budgets are', async () => {
+      const { clock, hedged, events } = setup({ hedge: {}, maxOrigins: 1 }, (s) =>
+        s.url.includes('slow') && !s.headers.has(HEDGE_HEADER) ? { ms: 500 } : { ms: 2 },
+      );
+      for (let i = 0; i < 20; i++) await settle(clock, hedged(A));
+      await settle(clock, hedged(B));
+      await settle(clock, hedged(`${A}?slow`));
+      expect(events.at(-1)?.hedges?.refused).toEqual({ learning: 1 });
+    });
+
+    it("pays each hedge from the origin's retry budget: spent on a hedge, not on a retry", async () => {
+      const { clock, fetch, hedged, events } = setup(
+        // One retry's worth of credits per origin.
+        { budget: () => new RetryBudget({ maxCredits: 10, cost: 10 }) },
+        (s) =>
+          s.url.includes('fail')
+            ? { ms: 1, status: 502 }
+            : s.headers.has(HEDGE_HEADER)
+              ? { ms: 5 }
+              : { ms: 200 },
+      );
+      await settle(clock, hedged(A)); // its hedge spends A's credits
+      expect(events.at(-1)?.hedges).toMatchObject({ sent: 1 });
+      await settle(clock, hedged(A)); // none left for another hedge
+      expect(events.at(-1)?.hedges?.refused).toEqual({ budget: 1 });
+      const failed = await settle(clock, hedged(`${A}?fail`));
+      expect(failed.value?.status).toBe(502);
+      expect(getRetryReport(failed.value)?.reason).toBe('budget');
+      // B has its own budget: hedged.
+      await settle(clock, hedged(B));
+      expect(events.at(-1)?.hedges).toMatchObject({ sent: 1, refused: {} });
+      expect(fetch.sent.filter((s) => s.headers.has(HEDGE_HEADER))).toHaveLength(2);
+    });
+
+    it('a refusing budget sends no hedge and never fails the call', async () => {
+      const { clock, fetch, hedged, events } = setup({ budget: refusing }, (s) =>
+        s.headers.has(HEDGE_HEADER) ? { ms: 5 } : { ms: 200 },
+      );
+      const result = await settle(clock, hedged(A));
+      expect(result.value?.status).toBe(200);
+      expect(result.at).toBe(200 + lateMs);
+      expect(fetch.sent).toHaveLength(1);
+      expect(events.at(-1)?.hedges?.refused).toEqual({ budget: 1 });
+    });
+
+    it('no hedge while the origin pushes back (503 with Retry-After); another origin still hedges', async () => {
+      let shedding = true;
+      const { clock, fetch, hedged, events } = setup({ maxAttempts: 1 }, (s) => {
+        if (shedding && s.url.startsWith(A)) {
+          shedding = false;
+          return { ms: 1, status: 503, headers: { 'retry-after': '2' } };
+        }
+        return s.headers.has(HEDGE_HEADER) ? { ms: 5 } : { ms: 200 };
+      });
+      const shed = await settle(clock, hedged(A));
+      expect(shed.value?.status).toBe(503);
+      // For the 2 s it asked for, A's slow answers are not hedged; B's are.
+      await settle(clock, hedged(A));
+      expect(events.at(-1)?.hedges?.refused).toEqual({ pushback: 1 });
+      await settle(clock, hedged(B));
+      expect(events.at(-1)?.hedges).toMatchObject({ sent: 1, refused: {} });
+      await clock.advance(2000);
+      await settle(clock, hedged(A));
+      expect(events.at(-1)?.hedges).toMatchObject({ sent: 1, refused: {} });
+      expect(fetch.sent.filter((s) => s.headers.has(HEDGE_HEADER))).toHaveLength(2);
+    });
+
+    it("no hedge while the origin's breaker is not closed", async () => {
+      let failing = true;
+      const { clock, fetch, hedged, events } = setup(
+        { maxAttempts: 1, breaker: { consecutiveFailures: 1, openMs: 100 } },
+        (s) =>
+          failing ? { ms: 1, status: 500 } : s.headers.has(HEDGE_HEADER) ? { ms: 5 } : { ms: 200 },
+      );
+      await settle(clock, hedged(A));
+      failing = false;
+      await clock.advance(1000);
+      // The half-open probe: slow, and not hedged.
+      const probe = await settle(clock, hedged(A));
+      expect(probe.value?.status).toBe(200);
+      expect(events.at(-1)?.hedges?.refused).toEqual({ breaker: 1 });
+      expect(fetch.sent.filter((s) => s.headers.has(HEDGE_HEADER))).toHaveLength(0);
+    });
+  });
+}
+
+describe('createFetch hedge option', () => {
+  it('is checked at construction, null included, with an error naming it', () => {
+    expect(() => createFetch({ hedge: null as never })).toThrow(/createFetch hedge/);
+    expect(() => createFetch({ hedge: 5 as never })).toThrow(/createFetch hedge/);
+    expect(() => createFetch({ hedge: { maxHedges: 0 } })).toThrow(/hedge\.maxHedges/);
+    expect(() => createFetch({ hedge: { maxExtraLoad: null as never } })).toThrow(
+      /hedge\.maxExtraLoad/,
+    );
+    expect(() => createFetch({ hedge: { delay: 5 } as never })).toThrow(/createFetch hedge.*delay/);
+    expect(() => createFetch({ hedge: false })).not.toThrow();
+    expect(() => createFetch({ hedge: {} })).not.toThrow();
+  });
+});
