@@ -5,19 +5,48 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { answer, checkView, HERD_MAX_POINTS, herdView } from '../src/page/compute.js';
+import { MAP_OPTIONS } from '../src/cli/map.js';
+import { stormFigures, storm as stormScenario } from '../src/cli/scenarios/storm.js';
+import {
+  answer,
+  checkView,
+  HERD_MAX_POINTS,
+  herdView,
+  mapOptions,
+  mapView,
+  readMapFile,
+  stormView,
+} from '../src/page/compute.js';
 import {
   checkHerd,
+  checkMap,
+  checkStorm,
   DEFAULT_STACK,
   defaultState,
   HERD_NUMBERS,
   type HerdParams,
   herdCommand,
+  MAP_CHOICES,
+  MAP_LISTS,
+  MAP_NUMBERS,
+  MAP_POLICY_NAMES,
+  type MapInputs,
+  type MapParams,
+  mapArgs,
   nearestStop,
+  PAGE_MAX_MAP_RUNS,
   readHash,
+  STORM_CHOICES,
+  STORM_FLAGS,
+  STORM_NUMBERS,
+  type StormInputs,
+  type StormParams,
+  stormArgs,
   writeHash,
 } from '../src/page/state.js';
+import { MAP_POLICIES } from '../src/sim/map/policies.js';
 import { renderChartSvg } from '../src/sim/plot.js';
+import { runStorm } from '../src/sim/storm.js';
 import { root, runCli } from './helpers/cli.js';
 
 const DEFAULT_HERD: HerdParams = {
@@ -54,7 +83,7 @@ describe('the page state in the URL', () => {
 
   it('fills what a link leaves out with the defaults, and ignores what it does not know', () => {
     expect(readHash('')).toEqual(defaultState());
-    expect(readHash('#view=storm&nonsense=1&clients=300')).toEqual({
+    expect(readHash('#view=weather&nonsense=1&clients=300')).toEqual({
       ...defaultState(),
       herd: { ...defaultState().herd, clients: '300' },
     });
@@ -94,6 +123,154 @@ describe('the page state in the URL', () => {
   it('names the CLI command that prints the same figures', () => {
     expect(herdCommand(DEFAULT_HERD, 'none')).toBe(
       'stormproof sim herd --clients 2000 --per-slot 25 --slot-ms 10 --base-ms 200 --cap-ms 5000 --seed 7 --jitter none --pushback none --json',
+    );
+  });
+});
+
+/** A short storm: 300 requests a second, a 10 s failover at second 5, 40 s simulated. */
+const SHORT_STORM: StormParams = {
+  policy: 'naive',
+  server: 'none',
+  breaker: false,
+  manualRecovery: false,
+  rps: 300,
+  faultSeconds: 10,
+  faultAtSeconds: 5,
+  durationSeconds: 40,
+  seed: 3,
+};
+
+/** A small map: one policy, both server settings, 2 loads by 2 trigger lengths, 2 seeds. */
+const SMALL_MAP: MapParams = {
+  policy: 'budget',
+  server: 'both',
+  trigger: 'capacity-loss',
+  loads: [0.3, 0.9],
+  triggers: [2, 10],
+  seeds: 2,
+  horizon: 30,
+};
+
+describe('the storm and the map in the URL', () => {
+  it("writes the storm by its CLI flags and reads it back the same, and its defaults are the CLI's", () => {
+    const storm = { ...defaultState().storm, policy: 'stormproof', breaker: 'on', rps: '800' };
+    const state = { ...defaultState(), view: 'storm' as const, storm };
+    const hash = writeHash(state);
+    expect(hash).toBe(
+      '#view=storm&policy=stormproof&server=none&breaker=on&manual-recovery=off&rps=800&fault-seconds=30&fault-at=10&duration=180&seed=1',
+    );
+    expect(readHash(hash)).toEqual(state);
+    // Every storm input is an option of `stormproof sim storm`, with the same default and values.
+    const cli = new Map(stormScenario.options.map((o) => [o.flag, o]));
+    for (const f of [...STORM_CHOICES, ...STORM_FLAGS, ...STORM_NUMBERS]) {
+      const option = cli.get(f.flag);
+      expect(option, f.flag).toBeDefined();
+      if ('values' in f) {
+        expect(f.default, f.flag).toBe(option!.default);
+        expect(f.values, f.flag).toEqual((option!.kind as { values: readonly string[] }).values);
+      } else if ('default' in f) expect(f.default, f.flag).toBe(option!.default);
+      else expect(option!.kind.type, f.flag).toBe('flag');
+    }
+  });
+
+  it("writes the map by its CLI flags and reads it back the same; its choices are the CLI's", () => {
+    const map = { ...defaultState().map, policy: 'a6', loads: '0.4,0.8', seeds: '2' };
+    const state = { ...defaultState(), view: 'map' as const, map };
+    const hash = writeHash(state);
+    expect(hash).toBe(
+      '#view=map&policy=a6&server=both&trigger=capacity-loss&loads=0.4%2C0.8&triggers=1%2C2%2C5%2C10%2C20%2C30&seeds=2&horizon=60',
+    );
+    expect(readHash(hash)).toEqual(state);
+    expect(MAP_POLICY_NAMES).toEqual(MAP_POLICIES);
+    const cli = new Map(MAP_OPTIONS.map((o) => [o.flag, o]));
+    for (const f of [...MAP_CHOICES, ...MAP_LISTS, ...MAP_NUMBERS]) {
+      const option = cli.get(f.flag);
+      expect(option, f.flag).toBeDefined();
+      if ('values' in f) {
+        // One policy at a time: the CLI's 'all' is the full map, which the page reads from a file.
+        const values = (option!.kind as { values: readonly string[] }).values.filter(
+          (v) => v !== 'all',
+        );
+        expect(f.values, f.flag).toEqual(values);
+      }
+    }
+  });
+
+  it("reads only the view's own inputs: --seed and --policy of one view leave the others alone", () => {
+    const state = readHash('#view=storm&policy=stormproof&seed=9&clients=5');
+    expect(state.storm.policy).toBe('stormproof');
+    expect(state.storm.seed).toBe('9');
+    expect(state.herd).toEqual(defaultState().herd);
+    expect(state.map).toEqual(defaultState().map);
+    expect(readHash('#view=map&policy=breaker').map.policy).toBe('breaker');
+  });
+
+  it('checks the storm as `stormproof sim storm` does, and says where the page stops', () => {
+    const inputs = (over: Partial<StormInputs>): StormInputs => ({
+      ...defaultState().storm,
+      ...over,
+    });
+    expect(checkStorm(defaultState().storm)).toEqual({
+      params: {
+        ...SHORT_STORM,
+        rps: 4000,
+        faultSeconds: 30,
+        faultAtSeconds: 10,
+        durationSeconds: 180,
+        seed: 1,
+      },
+    });
+    expect(checkStorm(inputs({ breaker: 'on' }))).toEqual({
+      errors: { breaker: 'needs the stormproof policy (the naive stack has no breaker)' },
+    });
+    expect(checkStorm(inputs({ durationSeconds: '30' }))).toEqual({
+      errors: {
+        durationSeconds:
+          'must be at least 40: the run ends before the failover does (it starts at 10 s and lasts 30 s)',
+      },
+    });
+    expect(checkStorm(inputs({ rps: '50000', server: 'some', manualRecovery: 'yes' }))).toEqual({
+      errors: {
+        rps: 'must be a number from 1 to 20000, got 50000 (the page runs storms up to 20,000 requests/s for 600 s; `stormproof sim storm` takes more)',
+        server: 'must be one of none, stormproof, all-or-nothing, got "some"',
+        manualRecovery: 'must be on or off, got "yes"',
+      },
+    });
+    expect(stormArgs({ ...SHORT_STORM, policy: 'stormproof', breaker: true })).toEqual(
+      'sim storm --policy stormproof --server none --breaker --rps 300 --fault-seconds 10 --fault-at 5 --duration 40 --seed 3'.split(
+        ' ',
+      ),
+    );
+  });
+
+  it("checks the map as `stormproof map` does, and keeps it to the page's size", () => {
+    const inputs = (over: Partial<MapInputs>): MapInputs => ({ ...defaultState().map, ...over });
+    expect(checkMap(defaultState().map)).toEqual({
+      params: {
+        policy: 'naive',
+        server: 'both',
+        trigger: 'capacity-loss',
+        loads: [0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
+        triggers: [1, 2, 5, 10, 20, 30],
+        seeds: 3,
+        horizon: 60,
+      },
+    });
+    expect(checkMap(inputs({ loads: '0.5, 0.5', triggers: '2,x' }))).toEqual({
+      errors: {
+        loads: 'must be comma-separated numbers from 0.01 to 10, none repeated, got "0.5, 0.5"',
+        triggers: 'must be comma-separated numbers from 0 to 600, none repeated, got "2,x"',
+      },
+    });
+    // 6 loads x 6 lengths x 2 kinds x 2 settings x 15 seeds = 2,160 runs.
+    const big = checkMap(inputs({ trigger: 'both', seeds: '15' }));
+    expect(big).toEqual({
+      errors: {
+        seeds: `make 2,160 runs (cells times seeds), and the page runs up to ${PAGE_MAX_MAP_RUNS.toLocaleString('en-US')}: fewer seeds, loads or trigger lengths, or \`stormproof map\` for more`,
+      },
+    });
+    expect(mapArgs(SMALL_MAP).join(' ')).toBe(
+      'map --policy budget --server both --trigger capacity-loss --loads 0.3,0.9 --triggers 2,10 --seeds 2 --horizon 30',
     );
   });
 });
@@ -176,11 +353,14 @@ describe("the page's worker", () => {
     });
   });
 
-  it('answers each question with its id, and an error as an answer', () => {
-    expect(answer({ id: 3, kind: 'check', stack: '[]' })).toMatchObject({ id: 3, kind: 'check' });
-    const herd = answer({ id: 4, kind: 'herd', params: { ...DEFAULT_HERD, clients: 10 } });
+  it('answers each question with its id, and an error as an answer', async () => {
+    expect(await answer({ id: 3, kind: 'check', stack: '[]' })).toMatchObject({
+      id: 3,
+      kind: 'check',
+    });
+    const herd = await answer({ id: 4, kind: 'herd', params: { ...DEFAULT_HERD, clients: 10 } });
     expect(herd).toMatchObject({ id: 4, kind: 'herd' });
-    const broken = answer({ id: 5, kind: 'herd', params: { ...DEFAULT_HERD, perSlot: 0 } });
+    const broken = await answer({ id: 5, kind: 'herd', params: { ...DEFAULT_HERD, perSlot: 0 } });
     expect(broken).toMatchObject({
       id: 5,
       kind: 'error',
@@ -298,4 +478,155 @@ describe('the same figures as the CLI', () => {
       if (!view.ok) expect(`stormproof check: ${file}: ${view.error}\n`).toBe(ran.stderr);
     }
   });
+});
+
+describe("the worker's storm and map", () => {
+  it('runs the storm as --plot does: the chosen run and the other policy, naive first, with progress', () => {
+    const shares: number[] = [];
+    const chosen = { ...SHORT_STORM, policy: 'stormproof' as const, server: 'stormproof' as const };
+    const view = stormView(chosen, (done) => shares.push(done));
+    expect(view.chosen).toBe(1);
+    expect(view.figures.map((f) => [f.policy, f.server])).toEqual([
+      ['naive', 'none'],
+      ['stormproof', 'stormproof'],
+    ]);
+    // The progress callback changes nothing: the same figures as the model run on its own.
+    expect(view.figures[1]).toEqual(stormFigures(runStorm({ ...chosen })));
+    expect(shares.length).toBeGreaterThanOrEqual(2 * SHORT_STORM.durationSeconds - 2);
+    expect(shares.every((x, i) => i === 0 || x >= shares[i - 1]!)).toBe(true);
+    expect(shares.at(-1)).toBe(1);
+    // The report's sections: the comparison, stormproof on its own scale, the servers' protection.
+    expect(view.sections.map((s) => s.heading)).toEqual([
+      'naive versus stormproof + stormproof/server',
+      "What the API servers' protection did",
+    ]);
+    const first = view.sections[0]!;
+    expect(first.table!.head).toEqual(['', 'naive', 'stormproof + stormproof/server']);
+    expect(first.table!.rows[0]![0]).toBe('normal load (requests/s)');
+    expect(first.svg!.match(/<g class="chart"/g)).toHaveLength(2);
+    expect(first.svg).toContain('data-series="offered"');
+  });
+
+  it('computes a small map run by run, with progress, and draws it with the map report', async () => {
+    const shares: number[] = [];
+    const view = await mapView(SMALL_MAP, (done) => shares.push(done));
+    expect(shares).toHaveLength(16);
+    expect(shares.at(-1)).toBe(1);
+    expect(view.result.cells).toHaveLength(8);
+    expect(view.sections.map((s) => s.heading)).toEqual([
+      'capacity loss, without stormproof/server',
+      'capacity loss, with stormproof/server',
+    ]);
+    for (const section of view.sections) {
+      expect(section.figures).toHaveLength(1);
+      expect(section.figures[0]!.match(/<rect class="cell"/g)).toHaveLength(4);
+    }
+    expect(view.intro[0]).toMatch(/^Model: 4 workers/);
+    expect(mapOptions(SMALL_MAP)).toEqual({
+      loads: [0.3, 0.9],
+      triggerSeconds: [2, 10],
+      triggerKinds: ['capacity-loss'],
+      policies: ['budget'],
+      seeds: 2,
+      model: { horizonSeconds: 30 },
+    });
+  });
+
+  it('reads a map file back into the same map, and says why a file is not one', async () => {
+    const computed = await mapView({ ...SMALL_MAP, server: 'off', seeds: 1 });
+    const read = readMapFile(
+      JSON.stringify({ ...computed.result, report: 'x.html', wallSeconds: 1 }),
+    );
+    expect(read).toEqual({
+      view: { ...computed, result: { ...computed.result, report: 'x.html', wallSeconds: 1 } },
+    });
+    expect(readMapFile('{')).toEqual({ error: expect.stringMatching(/^not valid JSON: /) });
+    expect(readMapFile('{"scenario": "weather-api", "runs": []}')).toEqual({
+      error:
+        "this is a scenario's file (stormproof map --scenario weather-api), not a map; the page draws the sweep's map",
+    });
+    const broken = { ...computed.result, cells: [{ ...computed.result.cells[0], class: 'fine' }] };
+    expect(readMapFile(JSON.stringify(broken))).toEqual({
+      error: 'not a stormproof map --json file: cells[0] is not a cell of the map',
+    });
+    expect(readMapFile('[]')).toEqual({
+      error: 'not a stormproof map --json file: it is not a JSON object',
+    });
+  });
+
+  it('answers a storm, a map and a map file, reporting progress for the long ones', async () => {
+    const heard: number[] = [];
+    const stormAnswer = await answer({ id: 7, kind: 'storm', params: SHORT_STORM }, (d) =>
+      heard.push(d),
+    );
+    expect(stormAnswer).toMatchObject({ id: 7, kind: 'storm' });
+    expect(heard.at(-1)).toBe(1);
+    const mapAnswer = await answer({ id: 8, kind: 'map', params: { ...SMALL_MAP, seeds: 1 } });
+    expect(mapAnswer).toMatchObject({ id: 8, kind: 'map' });
+    expect(await answer({ id: 9, kind: 'map-file', text: '[]' })).toEqual({
+      id: 9,
+      kind: 'error',
+      message: 'not a stormproof map --json file: it is not a JSON object',
+    });
+    const wrong = await answer({
+      id: 10,
+      kind: 'storm',
+      params: { ...SHORT_STORM, faultAtSeconds: 39 },
+    });
+    expect(wrong).toMatchObject({
+      id: 10,
+      kind: 'error',
+      message: expect.stringContaining('faultSeconds'),
+    });
+  });
+});
+
+describe('the storm and the map: the same figures as the CLI', () => {
+  const STORMS: readonly StormParams[] = [
+    SHORT_STORM,
+    { ...SHORT_STORM, policy: 'stormproof', breaker: true, server: 'stormproof' },
+    { ...SHORT_STORM, manualRecovery: true, server: 'all-or-nothing', seed: 5 },
+  ];
+  for (const params of STORMS) {
+    it(`storm ${stormArgs(params).slice(2).join(' ')}`, async () => {
+      const view = stormView(params);
+      const other: StormParams = {
+        ...params,
+        policy: params.policy === 'naive' ? 'stormproof' : 'naive',
+        breaker: false,
+        manualRecovery: false,
+        server: 'none',
+      };
+      const [chosen, beside] = await Promise.all(
+        [params, other].map((p) => cliJson([...stormArgs(p), '--json'])),
+      );
+      sameFields('the chosen run', view.figures[view.chosen]!, chosen!);
+      sameFields('the other policy', view.figures[1 - view.chosen]!, beside!);
+    });
+  }
+
+  const dir = mkdtempSync(join(tmpdir(), 'stormproof-page-map-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  for (const params of [
+    SMALL_MAP,
+    { ...SMALL_MAP, policy: 'naive', server: 'off', trigger: 'both' },
+  ]) {
+    it(`map ${mapArgs(params).slice(1).join(' ')}`, async () => {
+      const [view, cli] = await Promise.all([
+        mapView(params),
+        cliJson([
+          ...mapArgs(params),
+          '--json',
+          '--out',
+          join(dir, 'map.html'),
+          '--progress',
+          'never',
+        ]),
+      ]);
+      const { report, wallSeconds, ...figures } = cli as Record<string, unknown>;
+      expect(report).toBe(join(dir, 'map.html'));
+      expect(typeof wallSeconds).toBe('number');
+      sameFields('map', view.result, figures);
+    });
+  }
 });

@@ -5,9 +5,10 @@ import { type LiveLabResult, type LiveRun, runLiveLab } from '../lab/index.js';
 import { PALETTE } from '../sim/palette.js';
 import { type LineChart, type Report, renderReportHtml, renderReportSvg } from '../sim/plot.js';
 import { type OptionSpec, optionsHelp, parse } from './args.js';
-import { JSON_OPTION, num, table, writeWhole } from './output.js';
+import { JSON_OPTION, num, table } from './output.js';
 import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
 import { STORM_MODEL_OPTIONS } from './scenarios/storm.js';
+import { writeWhole } from './write.js';
 
 /** What the live lab needs from the program: output streams and Ctrl-C. */
 export interface LiveIo {

@@ -11,11 +11,12 @@ import type { Report } from '../sim/plot.js';
 import type { StormResult } from '../sim/storm.js';
 import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError, runJobs } from './jobs.js';
-import { duration, JSON_OPTION, num, table, writeWhole } from './output.js';
+import { duration, JSON_OPTION, num, table } from './output.js';
 import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
 import type { Job } from './runners.js';
 import type { Values } from './scenario.js';
 import { SCENARIOS } from './scenarios.js';
+import { writeWhole } from './write.js';
 
 /** Exit codes. */
 const OK = 0;

@@ -33,8 +33,8 @@ import { renderReportHtml } from '../sim/plot.js';
 import { type OptionSpec, optionsHelp, parse, UsageError } from './args.js';
 import { InterruptedError, JobError } from './jobs.js';
 import type { MapTask, MapWorkerData, MapWorkerMessage } from './map-worker.js';
-import { writeWhole } from './output.js';
 import { PROGRESS_OPTION, ProgressBar, type ProgressMode } from './progress.js';
+import { writeWhole } from './write.js';
 
 /** What the command needs from the program: output streams and Ctrl-C. */
 export interface MapIo {

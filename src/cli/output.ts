@@ -1,6 +1,5 @@
-// Small text helpers for the CLI's human output, and a file writer that never leaves half a file.
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+// Small text helpers for the CLI's human output. No `node:` here: the page (src/page) draws the
+// storm's report with them too.
 import { formatValue } from '../sim/plot.js';
 import type { OptionSpec } from './args.js';
 
@@ -69,17 +68,4 @@ export function duration(ms: number): string {
 export function round(n: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
-}
-
-/** Writes `text` to `file` whole: to a temporary file first, then renamed over it. */
-export function writeWhole(file: string, text: string): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const temporary = `${file}.${process.pid}.tmp`;
-  try {
-    writeFileSync(temporary, text);
-    renameSync(temporary, file);
-  } catch (error) {
-    rmSync(temporary, { force: true });
-    throw error;
-  }
 }

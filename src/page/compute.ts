@@ -2,10 +2,22 @@
 // CLI's --json prints them, so a test compares the two field by field) and the charts, drawn as
 // SVG text by the reports' own renderer. No DOM and no `node:` here: the worker runs it in the
 // browser and the tests run it in Node.
+import { stormFigures, stormReport } from '../cli/scenarios/storm.js';
 import { checkStack } from '../sim/check.js';
 import { type HerdJitter, runHerd } from '../sim/herd.js';
-import { type BarChart, formatValue, type LineChart, renderChartsSvg } from '../sim/plot.js';
-import type { HerdParams } from './state.js';
+import type { MapPolicy } from '../sim/map/policies.js';
+import { mapReport } from '../sim/map/report.js';
+import { type MapResult, type MapSweepOptions, runMap } from '../sim/map/sweep.js';
+import type { TriggerKind } from '../sim/map/trigger.js';
+import {
+  type BarChart,
+  formatValue,
+  type LineChart,
+  type Report,
+  renderChartsSvg,
+} from '../sim/plot.js';
+import { runStorm, type StormResult } from '../sim/storm.js';
+import type { HerdParams, MapParams, StormParams } from './state.js';
 
 /** `stormproof sim herd --json`. */
 export interface HerdFigures {
@@ -59,15 +71,62 @@ export type CheckView =
     }
   | { readonly ok: false; readonly error: string };
 
+/** `stormproof sim storm --json`: one run's figures. */
+export type StormFigures = ReturnType<typeof stormFigures>;
+
+/**
+ * A report's section as the page shows it: its prose, its table (each cell as the HTML report
+ * writes it) and its charts, drawn by the report's renderer in one picture.
+ */
+export interface PageSection {
+  readonly heading: string;
+  readonly text: readonly string[];
+  readonly table: { readonly head: readonly string[]; readonly rows: readonly string[][] } | null;
+  /** The charts, side by side (null: none). */
+  readonly svg: string | null;
+  /** Pictures drawn whole elsewhere (the map's heatmaps). */
+  readonly figures: readonly string[];
+}
+
+/**
+ * The storm view: the chosen run and the other policy beside it, as `stormproof sim storm --plot`
+ * runs and draws them (naive first). `chosen` is the chosen run's index.
+ */
+export interface StormView {
+  readonly figures: readonly StormFigures[];
+  readonly chosen: number;
+  readonly sections: readonly PageSection[];
+}
+
+/** The map view: the map and its report, computed here or read from a `stormproof map --json` file. */
+export interface MapView {
+  readonly result: MapResult;
+  readonly sections: readonly PageSection[];
+  /** The report's first paragraphs: the model and the rule. */
+  readonly intro: readonly string[];
+}
+
 /** What the page asks its worker; `id` pairs an answer with its question. */
 export type Question =
   | { readonly id: number; readonly kind: 'herd'; readonly params: HerdParams }
+  | { readonly id: number; readonly kind: 'storm'; readonly params: StormParams }
+  | { readonly id: number; readonly kind: 'map'; readonly params: MapParams }
+  | { readonly id: number; readonly kind: 'map-file'; readonly text: string }
   | { readonly id: number; readonly kind: 'check'; readonly stack: string };
 
 export type Answer =
   | { readonly id: number; readonly kind: 'herd'; readonly view: HerdView; readonly ms: number }
+  | { readonly id: number; readonly kind: 'storm'; readonly view: StormView; readonly ms: number }
+  | { readonly id: number; readonly kind: 'map'; readonly view: MapView; readonly ms: number }
   | { readonly id: number; readonly kind: 'check'; readonly view: CheckView; readonly ms: number }
   | { readonly id: number; readonly kind: 'error'; readonly message: string };
+
+/** What the worker posts while a long question runs: the share done, from 0 to 1. */
+export interface Progress {
+  readonly id: number;
+  readonly kind: 'progress';
+  readonly done: number;
+}
 
 /** What the herd's chart compares: no jitter and the chosen one (full, if none was chosen). */
 export function herdPair(jitter: HerdJitter): [HerdJitter, HerdJitter] {
@@ -187,16 +246,176 @@ export function checkView(text: string): CheckView {
   return { ok: true, name: report.name, json, svg };
 }
 
-/** Answers one question; never throws (an error becomes an answer). */
-export function answer(question: Question): Answer {
-  const started = performance.now();
+/** The page's sections of a report: its tables as text and its charts drawn as the report draws them. */
+export function pageSections(report: Report): PageSection[] {
+  return report.sections.map((section) => {
+    const charts = section.charts ?? [];
+    return {
+      heading: section.heading,
+      text: section.text ?? [],
+      table:
+        section.table === undefined
+          ? null
+          : {
+              head: section.table.head,
+              rows: section.table.rows.map((row) =>
+                row.map((v) => (typeof v === 'string' ? v : formatValue(v))),
+              ),
+            },
+      svg:
+        charts.length === 0
+          ? null
+          : renderChartsSvg(charts, {
+              columns: Math.min(2, charts.length),
+              width: 540,
+              shareY: section.shareY ?? true,
+            }),
+      figures: section.figures ?? [],
+    };
+  });
+}
+
+/**
+ * The storm as `stormproof sim storm --plot` runs it: the chosen run, then the other policy
+ * with neither breaker, manual recovery nor server protection; `onProgress` gets the share of
+ * both runs' simulated seconds done.
+ */
+export function stormView(params: StormParams, onProgress?: (done: number) => void): StormView {
+  const other: StormParams = {
+    ...params,
+    policy: params.policy === 'naive' ? 'stormproof' : 'naive',
+    breaker: false,
+    manualRecovery: false,
+    server: 'none',
+  };
+  const runs: StormResult[] = [params, other].map((p, i) =>
+    runStorm({
+      ...p,
+      onProgress: (done, total) => onProgress?.((i + done / total) / 2),
+    }),
+  );
+  const ordered = params.policy === 'naive' ? runs : [runs[1]!, runs[0]!];
+  return {
+    figures: ordered.map(stormFigures),
+    chosen: params.policy === 'naive' ? 0 : 1,
+    sections: pageSections(stormReport(ordered, 'The storm')),
+  };
+}
+
+/** `runMap`'s options for the page's map, as `stormproof map` builds them from its flags. */
+export function mapOptions(params: MapParams): MapSweepOptions {
+  return {
+    loads: params.loads,
+    triggerSeconds: params.triggers,
+    ...(params.trigger === 'both' ? {} : { triggerKinds: [params.trigger as TriggerKind] }),
+    policies: [params.policy as MapPolicy],
+    ...(params.server === 'both' ? {} : { stormproofServer: [params.server === 'on'] }),
+    seeds: params.seeds,
+    model: { horizonSeconds: params.horizon },
+  };
+}
+
+/** The map's report, as the page shows it. */
+function mapViewOf(result: MapResult): MapView {
+  const report = mapReport(result);
+  return { result, sections: pageSections(report), intro: report.intro ?? [] };
+}
+
+/** The map computed here, run by run, in the order `stormproof map` makes them. */
+export async function mapView(
+  params: MapParams,
+  onProgress?: (done: number) => void,
+): Promise<MapView> {
+  const result = await runMap({
+    ...mapOptions(params),
+    onProgress: (done, total) => onProgress?.(done / total),
+  });
+  return mapViewOf(result);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A map read from the text of a `stormproof map --json` file: its shape checked (the cells and
+ * grid the report draws), or the sentence that says why it is not such a file.
+ */
+export function readMapFile(text: string): { view: MapView } | { error: string } {
+  let data: unknown;
   try {
-    if (question.kind === 'herd') {
-      const view = herdView(question.params);
-      return { id: question.id, kind: 'herd', view, ms: performance.now() - started };
+    data = JSON.parse(text);
+  } catch (error) {
+    return { error: `not valid JSON: ${(error as Error).message}` };
+  }
+  if (isObject(data) && typeof data.scenario === 'string') {
+    return {
+      error: `this is a scenario's file (stormproof map --scenario ${data.scenario}), not a map; the page draws the sweep's map`,
+    };
+  }
+  const wrong = mapFileProblem(data);
+  if (wrong !== undefined) return { error: `not a stormproof map --json file: ${wrong}` };
+  return { view: mapViewOf(data as unknown as MapResult) };
+}
+
+/** What a map file lacks that the report needs, if anything. */
+function mapFileProblem(data: unknown): string | undefined {
+  if (!isObject(data)) return 'it is not a JSON object';
+  if (typeof data.rule !== 'string') return 'it has no "rule"';
+  const { grid, model, cells, boundaries } = data;
+  if (!isObject(grid)) return 'it has no "grid"';
+  for (const key of ['loads', 'triggerSeconds', 'triggerKinds', 'policies', 'stormproofServer']) {
+    if (!Array.isArray(grid[key]) || (grid[key] as unknown[]).length === 0) {
+      return `its grid has no "${key}" list`;
     }
-    const view = checkView(question.stack);
-    return { id: question.id, kind: 'check', view, ms: performance.now() - started };
+  }
+  if (typeof grid.seeds !== 'number') return 'its grid has no "seeds"';
+  if (!isObject(model)) return 'it has no "model"';
+  for (const key of ['workers', 'serviceMs', 'clients', 'maxAttempts', 'horizonSeconds']) {
+    if (typeof model[key] !== 'number') return `its model has no "${key}"`;
+  }
+  if (!Array.isArray(cells) || !Array.isArray(boundaries))
+    return 'it has no "cells" or "boundaries"';
+  const classes = ['stable', 'vulnerable', 'metastable'];
+  const bad = cells.findIndex(
+    (c) =>
+      !isObject(c) ||
+      !classes.includes(c.class as string) ||
+      typeof c.load !== 'number' ||
+      typeof c.triggerSeconds !== 'number' ||
+      !isObject(c.probability) ||
+      typeof c.amplification !== 'number',
+  );
+  if (bad >= 0) return `cells[${bad}] is not a cell of the map`;
+  return undefined;
+}
+
+/** Answers one question; never throws (an error becomes an answer). `onProgress` hears how far a storm or a map has got. */
+export async function answer(
+  question: Question,
+  onProgress: (done: number) => void = () => {},
+): Promise<Answer> {
+  const started = performance.now();
+  const ms = () => performance.now() - started;
+  try {
+    switch (question.kind) {
+      case 'herd':
+        return { id: question.id, kind: 'herd', view: herdView(question.params), ms: ms() };
+      case 'storm': {
+        const view = stormView(question.params, onProgress);
+        return { id: question.id, kind: 'storm', view, ms: ms() };
+      }
+      case 'map': {
+        const view = await mapView(question.params, onProgress);
+        return { id: question.id, kind: 'map', view, ms: ms() };
+      }
+      case 'map-file': {
+        const read = readMapFile(question.text);
+        if ('error' in read) return { id: question.id, kind: 'error', message: read.error };
+        return { id: question.id, kind: 'map', view: read.view, ms: ms() };
+      }
+      case 'check':
+        return { id: question.id, kind: 'check', view: checkView(question.stack), ms: ms() };
+    }
   } catch (error) {
     return {
       id: question.id,
