@@ -1,7 +1,9 @@
 // createFetch({ hedge }): which requests are hedged, what each copy carries, the per-origin state
 // (learned delay, budget, pushback, breaker) on a virtual clock, exact and late; then against a
 // real loopback server that is slow 2 % of the time, and one that sheds.
-import { describe, expect, it } from 'vitest';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeadlineExceededError } from '../src/core/errors.js';
 import {
   type CreateFetchOptions,
@@ -373,4 +375,169 @@ describe('createFetch hedge option', () => {
     expect(() => createFetch({ hedge: false })).not.toThrow();
     expect(() => createFetch({ hedge: {} })).not.toThrow();
   });
+});
+
+/** A seeded uniform source in [0, 1) (mulberry32): the same slow requests on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const SLOW_MS = 300;
+const FAST_MS = 2;
+const SLOW_SHARE = 0.02;
+const CALLS = 1000;
+
+describe('createFetch hedge against a loopback server slow 2 % of the time', () => {
+  /** What the server counted since the last `reset`. */
+  const counts = { requests: 0, hedges: 0, slow: 0, slowAnswered: 0, aborted: 0 };
+  let mode: 'tail' | 'shed' = 'tail';
+  let random = seeded(20);
+  let server: Server;
+  let base: string;
+  const timers = new Set<NodeJS.Timeout>();
+
+  const reset = (next: 'tail' | 'shed') => {
+    mode = next;
+    random = seeded(20);
+    Object.assign(counts, { requests: 0, hedges: 0, slow: 0, slowAnswered: 0, aborted: 0 });
+  };
+
+  /** Answers after `ms`, unless the client goes away first (a hedge's loser, aborted). */
+  const answerAfter = (res: ServerResponse, ms: number, status: number, slow: boolean) => {
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      if (slow) counts.slowAnswered++;
+      res.writeHead(status, { 'x-slow': slow ? '1' : '0', 'content-type': 'text/plain' });
+      res.end('ok');
+    }, ms);
+    timers.add(timer);
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      clearTimeout(timer);
+      timers.delete(timer);
+      counts.aborted++;
+    });
+  };
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      counts.requests++;
+      if (req.headers[HEDGE_HEADER] !== undefined) counts.hedges++;
+      if (mode === 'shed') {
+        // Overloaded: every other request is shed at once, asking for 5 s; the rest queue.
+        if (counts.requests % 2 === 1) {
+          res.writeHead(503, { 'retry-after': '5' });
+          res.end();
+          return;
+        }
+        counts.slow++;
+        answerAfter(res, SLOW_MS, 200, true);
+        return;
+      }
+      const slow = random() < SLOW_SHARE;
+      if (slow) counts.slow++;
+      answerAfter(res, slow ? SLOW_MS : FAST_MS, 200, slow);
+    });
+    server.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    const closed = new Promise((resolve) => server.close(resolve));
+    server.closeAllConnections();
+    await closed;
+  });
+
+  /** `CALLS` GETs, `concurrency` at a time: the p99 of their times, and how many a slow answer ended. */
+  async function run(fetch: typeof globalThis.fetch, concurrency: number) {
+    const times: number[] = [];
+    let slowAnswers = 0;
+    let next = 0;
+    const loop = async () => {
+      while (next < CALLS) {
+        const i = next++;
+        const start = performance.now();
+        const res = await fetch(`${base}/item/${i}`);
+        await res.text();
+        times.push(performance.now() - start);
+        if (res.headers.get('x-slow') === '1') slowAnswers++;
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, loop));
+    times.sort((x, y) => x - y);
+    return { p99: times[Math.floor(0.99 * times.length)]!, slowAnswers };
+  }
+
+  /** Waits (at most 2 s) until every slow request was answered or seen going. */
+  async function settled() {
+    for (let i = 0; i < 200 && timers.size > 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  }
+
+  it('cuts the p99 at least 5x for at most 5 % more requests; none hedged once the server sheds', async () => {
+    // Without hedging: 2 % of calls wait for a slow answer, so the p99 is one of them.
+    reset('tail');
+    const plain = await run(createFetch(), 10);
+    expect(counts.requests).toBe(CALLS);
+    expect(counts.slow).toBeGreaterThan(CALLS / 100);
+    expect(plain.slowAnswers).toBe(counts.slow);
+    expect(plain.p99).toBeGreaterThanOrEqual(SLOW_MS);
+
+    reset('tail');
+    const events: FetchSuccessEvent[] = [];
+    const hedged = createFetch({
+      hedge: {},
+      // A Retry-After past it ends the call at once (the shed phase below).
+      deadlineMs: 3000,
+      onSuccess: (e) => events.push(e),
+    });
+    const cut = await run(hedged, 1);
+    const sent = events.reduce((n, e) => n + (e.hedges?.sent ?? 0), 0);
+    const won = events.reduce((n, e) => n + (e.hedges?.won ?? 0), 0);
+    const cancelled = events.reduce((n, e) => n + (e.hedges?.cancelled ?? 0), 0);
+    // Counted by the server: every extra request is a marked hedge, at most 5 % of the calls.
+    expect(counts.requests - CALLS).toBe(counts.hedges);
+    expect(counts.hedges).toBe(sent);
+    expect(counts.hedges).toBeLessThanOrEqual(0.05 * CALLS);
+    // Most slow answers lost to a hedge: fewer than 1 % of calls still waited for one.
+    expect(won).toBeGreaterThan(0);
+    expect(cut.slowAnswers).toBeLessThan(CALLS / 100);
+    // Slow answers set the plain p99; the hedged one is at least 5x below them.
+    expect(cut.p99 * 5).toBeLessThanOrEqual(SLOW_MS);
+    // The losers were aborted: the server saw every slow one go before it answered (a fast
+    // loser may have been answered already), and answered only the slow requests it was
+    // waited for.
+    await settled();
+    expect(counts.slowAnswered).toBe(cut.slowAnswers);
+    expect(counts.aborted).toBeGreaterThanOrEqual(counts.slow - cut.slowAnswers);
+    expect(counts.aborted).toBeLessThanOrEqual(cancelled);
+
+    // The server sheds: after its first 503 with Retry-After, slow answers get no hedge.
+    reset('shed');
+    const before = events.length;
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await hedged(`${base}/shed/${i}`);
+      await res.text();
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([503, 200, 503, 200, 503, 200, 503, 200, 503, 200]);
+    expect(counts.requests).toBe(10);
+    expect(counts.hedges).toBe(0);
+    // Each slow answer's hedge was due, and refused for the pushback.
+    const shedEvents = events.slice(before);
+    expect(shedEvents).toHaveLength(5);
+    for (const e of shedEvents)
+      expect(e.hedges).toMatchObject({ sent: 0, refused: { pushback: 1 } });
+    expect(timers.size).toBe(0);
+  }, 60_000);
 });
