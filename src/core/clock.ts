@@ -25,6 +25,15 @@ export interface Clock {
    * and the attempt timeout are then checked only between attempts.
    */
   setTimer?(ms: number, callback: () => void): () => void;
+  /**
+   * Optional, with `setTimer`: lets calls that start within one window of this many ms share one
+   * reading of `now()` as their start. The first call reads the clock and arms a timer of
+   * `coarseMs`; the calls that start before it fires count their deadline, attempt timeout and
+   * elapsed time from that reading, so a call's clock may start up to one window (plus the
+   * timer's lateness) before the call did, never after. Without it, every call reads `now()`.
+   * The system clock has 1: a clock read costs about as much as a bare `await`.
+   */
+  coarseMs?: number;
 }
 
 /** A source of uniform random numbers in [0, 1), like `Math.random`. */
@@ -81,4 +90,5 @@ export const systemClock: Clock = Object.freeze({
   now: () => platformPerformance.now(),
   sleep,
   setTimer,
+  coarseMs: 1,
 });

@@ -7,15 +7,14 @@ import { type Clock, MAX_TIMER_MS, systemClock } from './clock.js';
 
 /**
  * Something with a deadline, linked into its list by its own fields (no entry object per call:
- * on the success path every allocation shows).
+ * on the success path every allocation shows). It expires its list's duration after `startedAt`.
  */
 export interface Deadline {
-  /** When it expires, on the list's clock. Set by `add`. */
-  expiresAt: number;
+  /** When its time started, on the list's clock. */
+  startedAt: number;
+  /** Its neighbours in the list; both undefined when it is in none. */
   nextDeadline: Deadline | undefined;
   prevDeadline: Deadline | undefined;
-  /** In a list now. */
-  listed: boolean;
   /** Its time is up (it has already left the list). */
   expire(nowMs: number): void;
 }
@@ -23,38 +22,52 @@ export interface Deadline {
 type PlatformTimer = ReturnType<typeof setTimeout> & {
   ref?: () => unknown;
   unref?: () => unknown;
+  refresh?: () => unknown;
 };
 
 /** The entries of one (clock, duration): they expire in the order they were added. */
 export class DeadlineList {
-  private head: Deadline | undefined;
-  private tail: Deadline | undefined;
+  /** The list is a ring through this entry, so that an entry in a list always has neighbours. */
+  private readonly ring: Deadline = {
+    startedAt: 0,
+    nextDeadline: undefined,
+    prevDeadline: undefined,
+    expire: () => {},
+  };
   /** The system clock's timer: unreferenced, not cleared, while the list is empty (cheaper). */
   private platformTimer: PlatformTimer | undefined;
   private holdsProcess = false;
+  /** Waiting for `releaseIdle` to let the process go. */
+  releaseQueued = false;
   /** An injected clock's timer: cancelled when the list empties. */
   private cancelTimer: (() => void) | undefined;
   private readonly fire = () => this.expireDue();
 
   constructor(
-    private readonly clock: Clock,
+    readonly clock: Clock,
+    /** How long after its start an entry expires. */
+    readonly ms: number,
     private readonly onIdle: (list: DeadlineList) => void,
-  ) {}
-
-  isEmpty(): boolean {
-    return this.head === undefined;
+  ) {
+    this.ring.nextDeadline = this.ring.prevDeadline = this.ring;
   }
 
-  /** Adds `entry`, expiring at `at` (at or after every entry already in the list). */
-  add(entry: Deadline, at: number, nowMs: number): void {
-    entry.expiresAt = at;
-    entry.listed = true;
-    entry.nextDeadline = undefined;
-    entry.prevDeadline = this.tail;
-    if (this.tail === undefined) this.head = entry;
-    else this.tail.nextDeadline = entry;
-    this.tail = entry;
-    if (!this.armed) this.arm(at - nowMs);
+  isEmpty(): boolean {
+    return this.ring.nextDeadline === this.ring;
+  }
+
+  /**
+   * Adds `entry`, started at `entry.startedAt` (at or after every entry already in the list), at
+   * `nowMs`.
+   */
+  add(entry: Deadline, nowMs: number): void {
+    const ring = this.ring;
+    const last = ring.prevDeadline!;
+    entry.nextDeadline = ring;
+    entry.prevDeadline = last;
+    last.nextDeadline = entry;
+    ring.prevDeadline = entry;
+    if (!this.armed) this.arm(entry.startedAt + this.ms - nowMs);
     else if (this.platformTimer !== undefined && !this.holdsProcess) {
       // A pending call must keep the process alive until it settles, as its own timer would.
       this.platformTimer.ref?.();
@@ -64,24 +77,28 @@ export class DeadlineList {
 
   /** Removes an entry before it expires (nothing happens if it is not in the list). */
   remove(entry: Deadline): void {
-    if (!entry.listed) return;
-    entry.listed = false;
-    const prev = entry.prevDeadline;
     const next = entry.nextDeadline;
-    if (prev === undefined) this.head = next;
-    else prev.nextDeadline = next;
-    if (next === undefined) this.tail = prev;
-    else next.prevDeadline = prev;
+    if (next === undefined) return;
+    const prev = entry.prevDeadline!;
+    prev.nextDeadline = next;
+    next.prevDeadline = prev;
     entry.nextDeadline = entry.prevDeadline = undefined;
-    if (this.head !== undefined) return;
+    if (next !== prev || next !== this.ring) return;
     if (this.platformTimer !== undefined) {
-      if (this.holdsProcess) {
-        this.platformTimer.unref?.();
-        this.holdsProcess = false;
-      }
+      if (this.holdsProcess && !this.releaseQueued) releaseSoon(this);
     } else if (this.cancelTimer !== undefined) {
       this.cancelTimer();
       this.cancelTimer = undefined;
+    }
+  }
+
+  /** Lets the process go if the list is still empty (called about 1 ms after it emptied). */
+  release(): void {
+    this.releaseQueued = false;
+    const timer = this.platformTimer;
+    if (timer !== undefined && this.holdsProcess && this.isEmpty()) {
+      timer.unref?.();
+      this.holdsProcess = false;
     }
   }
 
@@ -103,34 +120,75 @@ export class DeadlineList {
     this.platformTimer = undefined;
     this.cancelTimer = undefined;
     const now = this.clock.now();
-    for (let entry = this.head; entry !== undefined && entry.expiresAt <= now; entry = this.head) {
+    const ring = this.ring;
+    const ms = this.ms;
+    for (
+      let entry = ring.nextDeadline!;
+      entry !== ring && entry.startedAt + ms <= now;
+      entry = ring.nextDeadline!
+    ) {
       this.remove(entry);
       entry.expire(now);
     }
-    const head = this.head;
-    if (head === undefined) this.onIdle(this);
+    const head = ring.nextDeadline!;
+    if (head === ring) this.onIdle(this);
     // An owner that expired may have added an entry, and armed a timer for it, already.
-    else if (!this.armed) this.arm(head.expiresAt - now);
+    else if (!this.armed) this.arm(head.startedAt + ms - now);
+  }
+}
+
+// A list that empties lets the process go about 1 ms later, not at once: unreferencing a timer
+// and referencing it again are calls into the runtime, which would otherwise cost every call
+// that has a list to itself (one call at a time) two of them. One unreferenced timer, armed
+// again each time, releases every list that emptied meanwhile and is still empty.
+const releasing: DeadlineList[] = [];
+let releaseTimer: PlatformTimer | undefined;
+let releaseArmed = false;
+
+function releaseIdle(): void {
+  releaseArmed = false;
+  for (const list of releasing.splice(0)) list.release();
+}
+
+function releaseSoon(list: DeadlineList): void {
+  list.releaseQueued = true;
+  releasing.push(list);
+  if (releaseArmed) return;
+  releaseArmed = true;
+  if (releaseTimer?.refresh !== undefined) releaseTimer.refresh();
+  else {
+    releaseTimer = setTimeout(releaseIdle, 1) as PlatformTimer;
+    releaseTimer.unref?.();
   }
 }
 
 const lists = new WeakMap<Clock, Map<number, DeadlineList>>();
-let lastClock: Clock | undefined;
-let lastMs = Number.NaN;
-let lastList: DeadlineList | undefined;
+// The two lists asked for last: a call's deadline list and its attempts' timeout list, looked up
+// again when they end, cost two comparisons instead of two map lookups.
+let recent: DeadlineList | undefined;
+let older: DeadlineList | undefined;
 
 function forget(clock: Clock, ms: number, list: DeadlineList): void {
   const byMs = lists.get(clock);
   if (byMs?.get(ms) === list && list.isEmpty()) byMs.delete(ms);
-  if (lastList === list) lastClock = lastList = undefined;
+  if (recent === list) recent = undefined;
+  if (older === list) older = undefined;
 }
 
 /**
  * The list for deadlines `ms` after their start on `clock`. Lists that go idle (their timer fired
- * with nothing left) are dropped, so one-off durations do not pile up.
+ * with nothing left) are dropped, so one-off durations do not pile up; a list with an entry in it
+ * is never dropped, so an entry finds its list again by the same clock and duration.
  */
 export function deadlineList(clock: Clock, ms: number): DeadlineList {
-  if (clock === lastClock && ms === lastMs && lastList !== undefined) return lastList;
+  const first = recent;
+  if (first !== undefined && first.clock === clock && first.ms === ms) return first;
+  const second = older;
+  if (second !== undefined && second.clock === clock && second.ms === ms) {
+    older = first;
+    recent = second;
+    return second;
+  }
   let byMs = lists.get(clock);
   if (byMs === undefined) {
     byMs = new Map();
@@ -138,11 +196,10 @@ export function deadlineList(clock: Clock, ms: number): DeadlineList {
   }
   let list = byMs.get(ms);
   if (list === undefined) {
-    list = new DeadlineList(clock, (idle) => forget(clock, ms, idle));
+    list = new DeadlineList(clock, ms, (idle) => forget(clock, ms, idle));
     byMs.set(ms, list);
   }
-  lastClock = clock;
-  lastMs = ms;
-  lastList = list;
+  older = first;
+  recent = list;
   return list;
 }

@@ -4,24 +4,26 @@
 
 /** A signal made on first read, aborted by `end`. */
 export class LazyAbort {
-  private controller: AbortController | undefined;
-  private ended = false;
-  private endReason: unknown;
+  // One field, so that an attempt's record stays small: an attempt ended before its signal was
+  // read (rare: a deadline, a timeout, an abort) makes the controller then, already aborted.
+  private controller: AbortController | undefined = undefined;
 
   get signal(): AbortSignal {
     let controller = this.controller;
     if (controller === undefined) {
-      controller = this.controller = new AbortController();
-      if (this.ended) controller.abort(this.endReason);
+      controller = new AbortController();
+      this.controller = controller;
     }
     return controller.signal;
   }
 
   /** Ends it from outside: its signal aborts with `reason` (once). */
   end(reason: unknown): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.endReason = reason;
-    this.controller?.abort(reason);
+    let controller = this.controller;
+    if (controller === undefined) {
+      controller = new AbortController();
+      this.controller = controller;
+    } else if (controller.signal.aborted) return;
+    controller.abort(reason);
   }
 }

@@ -540,6 +540,12 @@ function checkClock(owner: string, clock: unknown): Clock {
       `stormproof: ${owner} clock must have now() and sleep(ms, signal) functions, got ${show(clock)}`,
     );
   }
+  if (c.coarseMs !== undefined) {
+    checkNumber(owner, 'clock.coarseMs', c.coarseMs, { min: 0, minExclusive: true });
+    if (typeof c.setTimer !== 'function') {
+      throw new TypeError(`stormproof: ${owner} clock.coarseMs needs clock.setTimer`);
+    }
+  }
   return clock as Clock;
 }
 

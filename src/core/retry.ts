@@ -7,6 +7,7 @@ import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
 import type { BreakerAdmission, BreakerOutcome, CircuitBreaker } from './breaker/breaker.js';
 import { BreakerOpenError } from './breaker/errors.js';
 import type { Budget } from './budgets/budget.js';
+import { callTime } from './call-time.js';
 import type { Verdict } from './classify.js';
 import { type Deadline, type DeadlineList, deadlineList } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
@@ -121,12 +122,7 @@ function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
  * signal aborts when the attempt is ended from outside: the caller's abort, its timeout, the
  * call's deadline. Read after the attempt ended that way, it is already aborted.
  */
-class AttemptScope<T> extends LazyAbort implements AttemptContext {
-  /** Its own timeout, when it has one. */
-  timeout: AttemptTimeout<T> | undefined;
-  /** When it started, on the policy's clock; set only while `stormproof:attempt` is watched. */
-  observedAt = -1;
-
+class AttemptScope extends LazyAbort implements AttemptContext {
   constructor(readonly attempt: number) {
     super();
   }
@@ -134,16 +130,15 @@ class AttemptScope<T> extends LazyAbort implements AttemptContext {
 
 /** An attempt's own timeout, in the list of attempts that share its clock and duration. */
 class AttemptTimeout<T> implements Deadline {
-  expiresAt = 0;
   nextDeadline: Deadline | undefined = undefined;
   prevDeadline: Deadline | undefined = undefined;
-  listed = false;
 
   constructor(
     private readonly call: Call<T>,
-    private readonly scope: AttemptScope<T>,
+    private readonly scope: AttemptScope,
     /** The list it waits in, kept so that leaving it needs no lookup. */
     readonly list: DeadlineList,
+    readonly startedAt: number,
   ) {}
 
   expire(): void {
@@ -176,94 +171,137 @@ interface Failure {
   readonly isValue: boolean;
 }
 
-/** One call: its attempts, waits, timers and listeners, from start to settlement. */
+/**
+ * What a call seldom needs, apart from its small record: made when it starts with call options,
+ * a result check, a breaker, hedging or `callerStack`, and otherwise on its first failure (or
+ * when an event subscriber or an attempt timeout first needs it).
+ */
+class CallMore<T> {
+  /** The breaker's admission of the running attempt, until its outcome is recorded. */
+  admission: BreakerAdmission | undefined = undefined;
+  state: RetryState | undefined = undefined;
+  next: RetryState | undefined = undefined;
+  failure: Failure | undefined = undefined;
+  verdict: Verdict | undefined = undefined;
+  wait: AbortController | undefined = undefined;
+  waitStartedAt = 0;
+  /** The running attempt's own timeout, when the policy has one. */
+  timeout: AttemptTimeout<T> | undefined = undefined;
+  /** When the running attempt started; set only while `stormproof:attempt` is watched. */
+  observedAt = -1;
+  /** What hedging did, when the policy hedges this call. */
+  hedges: HedgeCounts | undefined = undefined;
+  /** The caller's stack, with `callerStack`. */
+  callerStack: string | undefined = undefined;
+  /** Its reference in the event source, made when someone first listens. */
+  ref: CallRef | undefined = undefined;
+
+  constructor(
+    readonly call: CallOptions | undefined,
+    readonly check: ResultCheck<T> | undefined,
+    readonly unrepeatable: UnrepeatableReason | undefined,
+    readonly breaker: CircuitBreaker | undefined,
+  ) {}
+}
+
+/**
+ * One call: its attempts, waits, timers and listeners, from start to settlement. Its own record
+ * holds what a call whose first attempt succeeds needs; the rest is in `more`.
+ */
 class Call<T> implements Deadline, AbortWatcher {
   // Its place in the list of calls that share its clock and deadline.
-  expiresAt = 0;
   nextDeadline: Deadline | undefined = undefined;
   prevDeadline: Deadline | undefined = undefined;
-  listed = false;
-  private readonly deadlines: DeadlineList;
-  private readonly deadlineMs: number;
-  private readonly breaker: CircuitBreaker | undefined;
-  /** The breaker's admission of the running attempt, until its outcome is recorded. */
-  private admission: BreakerAdmission | undefined;
   private phase = Phase.Attempt;
-  private scope: AttemptScope<T> | undefined;
-  private state: RetryState | undefined;
-  private next: RetryState | undefined;
-  private failure: Failure | undefined;
-  private verdict: Verdict | undefined;
-  private wait: AbortController | undefined;
-  private waitStartedAt = 0;
-  /** What hedging did, when the policy hedges this call. */
-  private readonly hedges: HedgeCounts | undefined;
-  /** The caller's stack, with `callerStack`. */
-  private readonly callerStack: string | undefined;
-  /** Its reference in the event source, made when someone first listens. */
-  private ref: CallRef | undefined;
+  private scope: AttemptScope | undefined = undefined;
+  private more: CallMore<T> | undefined;
   private readonly resolve: (value: T) => void;
   private readonly reject: (reason: unknown) => void;
-  readonly promise: Promise<T>;
 
   constructor(
     private readonly policy: ResolvedPolicy,
     private readonly operation: Operation<T>,
-    private readonly call: CallOptions | undefined,
-    private readonly check: ResultCheck<T> | undefined,
-    private readonly unrepeatable: UnrepeatableReason | undefined,
-    private readonly startedAt: number,
+    call: CallOptions | undefined,
+    check: ResultCheck<T> | undefined,
+    unrepeatable: UnrepeatableReason | undefined,
+    readonly startedAt: number,
   ) {
-    this.promise = new Promise<T>(capture);
     this.resolve = capturedResolve as (value: T) => void;
     this.reject = capturedReject;
-    const deadlineMs = call?.deadlineMs ?? policy.deadlineMs;
-    this.deadlineMs = deadlineMs;
-    this.deadlines = deadlineList(policy.clock, deadlineMs);
-    this.deadlines.add(this, startedAt + deadlineMs, startedAt);
-    this.breaker = call?.breaker ?? policy.breaker;
+    const breaker = call?.breaker ?? policy.breaker;
+    const hedged = policy.hedge !== undefined && unrepeatable === undefined;
+    let more: CallMore<T> | undefined;
+    if (
+      call !== undefined ||
+      check !== undefined ||
+      unrepeatable !== undefined ||
+      breaker !== undefined ||
+      hedged ||
+      policy.callerStack
+    ) {
+      more = new CallMore(call, check, unrepeatable, breaker);
+      if (policy.callerStack) more.callerStack = callerStackOf();
+      // A call that must not be repeated is not sent twice at once either.
+      if (hedged) more.hedges = hedgeCounts();
+    }
+    this.more = more;
+    deadlineList(policy.clock, call?.deadlineMs ?? policy.deadlineMs).add(this, startedAt);
     const signal = call?.signal;
     if (signal !== undefined) watchAbort(signal, this);
-    if (policy.callerStack) this.callerStack = callerStackOf();
-    // A call that must not be repeated is not sent twice at once either.
-    if (policy.hedge !== undefined && unrepeatable === undefined) this.hedges = hedgeCounts();
     if (callChannel.hasSubscribers) {
       callChannel.publish({ type: 'start', call: this.callRef(), atMs: startedAt });
     }
     this.runAttempt(1);
   }
 
+  /** The seldom-used part, made on first need. */
+  private extra(): CallMore<T> {
+    let more = this.more;
+    if (more === undefined) {
+      more = new CallMore<T>(undefined, undefined, undefined, undefined);
+      this.more = more;
+    }
+    return more;
+  }
+
+  /** The call's own deadline: its call options', or its policy's. */
+  private get deadlineMs(): number {
+    return this.more?.call?.deadlineMs ?? this.policy.deadlineMs;
+  }
+
   /** Its reference in the event source. */
   callRef(): CallRef {
-    let ref = this.ref;
+    const more = this.extra();
+    let ref = more.ref;
     if (ref === undefined) {
       ref = callRef(this.policy.name);
-      this.ref = ref;
+      more.ref = ref;
     }
     return ref;
   }
 
   /** Starts attempt `scope` and reports it: only while `stormproof:attempt` is watched. */
-  private startObserved(scope: AttemptScope<T>): T | PromiseLike<T> {
+  private startObserved(scope: AttemptScope): T | PromiseLike<T> {
     const ref = this.callRef();
     const atMs = this.policy.clock.now();
-    scope.observedAt = atMs;
+    this.extra().observedAt = atMs;
     attemptChannel.publish({ type: 'start', call: ref, attempt: scope.attempt, atMs });
     if (attemptWrappers().length === 0) return this.start(scope);
     return runWrapped(ref, scope.attempt, () => this.start(scope));
   }
 
   /** Starts the operation for attempt `scope`: once, or as hedged copies. */
-  private start(scope: AttemptScope<T>): T | PromiseLike<T> {
-    const hedges = this.hedges;
+  private start(scope: AttemptScope): T | PromiseLike<T> {
+    const more = this.more;
+    const hedges = more?.hedges;
     if (hedges === undefined) return this.operation(scope);
     return runHedged(
       this.policy,
       this.policy.hedge!,
       this.operation,
       scope,
-      this.check,
-      this.breaker,
+      more!.check,
+      more!.breaker,
       hedges,
       this,
     );
@@ -271,47 +309,52 @@ class Call<T> implements Deadline, AbortWatcher {
 
   /** The state of the attempt that runs or last ran; made on the first failure. */
   private current(): RetryState {
-    let state = this.state;
+    const more = this.extra();
+    let state = more.state;
     if (state === undefined) {
       state = startState(this.policy, this.startedAt);
-      if (this.unrepeatable !== undefined) state = { ...state, unrepeatable: this.unrepeatable };
-      if (this.deadlineMs !== this.policy.deadlineMs) {
-        state = { ...state, deadlineMs: this.deadlineMs };
-      }
-      this.state = state;
+      if (more.unrepeatable !== undefined) state = { ...state, unrepeatable: more.unrepeatable };
+      const deadlineMs = this.deadlineMs;
+      if (deadlineMs !== this.policy.deadlineMs) state = { ...state, deadlineMs };
+      more.state = state;
     }
     return state;
   }
 
   private runAttempt(attempt: number): void {
-    const breaker = this.breaker;
-    if (breaker !== undefined) {
-      const admission = breaker.admit();
-      if (!admission.admitted) {
-        this.refused(breaker, admission.retryAfterMs, attempt);
-        return;
+    const more = this.more;
+    if (more !== undefined) {
+      const breaker = more.breaker;
+      if (breaker !== undefined) {
+        const admission = breaker.admit();
+        if (!admission.admitted) {
+          this.refused(breaker, admission.retryAfterMs, attempt);
+          return;
+        }
+        more.admission = admission;
       }
-      this.admission = admission;
+      // The failed value of the last attempt is dropped only now that a new attempt starts: a
+      // call that ends during the wait (deadline, breaker) still returns it whole.
+      const last = more.failure;
+      if (last?.isValue) {
+        more.failure = undefined;
+        more.check?.discard?.(last.error as T);
+      }
     }
-    // The failed value of the last attempt is dropped only now that a new attempt starts: a
-    // call that ends during the wait (deadline, breaker) still returns it whole.
-    const last = this.failure;
-    if (last?.isValue) {
-      this.failure = undefined;
-      this.check?.discard?.(last.error as T);
-    }
-    const scope = new AttemptScope<T>(attempt);
+    const scope = new AttemptScope(attempt);
     this.scope = scope;
     this.phase = Phase.Attempt;
     const timeoutMs = this.policy.attemptTimeoutMs;
     if (timeoutMs !== undefined) {
       const clock = this.policy.clock;
-      const now = clock.now();
+      // The first attempt starts with the call, and counts from the same reading.
+      const now = attempt === 1 ? this.startedAt : clock.now();
       // Past the deadline the call's own entry ends the attempt: one timer is enough.
-      if (now + timeoutMs < this.expiresAt) {
+      if (now + timeoutMs < this.startedAt + this.deadlineMs) {
         const list = deadlineList(clock, timeoutMs);
-        scope.timeout = new AttemptTimeout(this, scope, list);
-        list.add(scope.timeout, now + timeoutMs, now);
+        const timeout = new AttemptTimeout(this, scope, list, now);
+        this.extra().timeout = timeout;
+        list.add(timeout, now);
       }
     }
     let result: T | PromiseLike<T>;
@@ -328,40 +371,46 @@ class Call<T> implements Deadline, AbortWatcher {
   }
 
   /** Ends the running attempt's own timer, and reports how it ended when someone listens. */
-  private endAttempt(scope: AttemptScope<T>, outcome: AttemptOutcome, error?: unknown): void {
-    const timeout = scope.timeout;
-    if (timeout?.listed) timeout.list.remove(timeout);
-    if (attemptChannel.hasSubscribers && scope.observedAt >= 0) {
+  private endAttempt(scope: AttemptScope, outcome: AttemptOutcome, error?: unknown): void {
+    const more = this.more;
+    if (more === undefined) return;
+    const timeout = more.timeout;
+    if (timeout !== undefined) {
+      more.timeout = undefined;
+      timeout.list.remove(timeout);
+    }
+    if (attemptChannel.hasSubscribers && more.observedAt >= 0) {
       const atMs = this.policy.clock.now();
       attemptChannel.publish({
         type: 'end',
         call: this.callRef(),
         attempt: scope.attempt,
-        durationMs: atMs - scope.observedAt,
+        durationMs: atMs - more.observedAt,
         outcome,
         error,
         atMs,
       });
     }
+    more.observedAt = -1;
   }
 
-  private attemptReturned(scope: AttemptScope<T>, value: T): void {
+  private attemptReturned(scope: AttemptScope, value: T): void {
+    const check = this.more?.check;
     if (scope !== this.scope || this.phase !== Phase.Attempt) {
-      this.check?.discard?.(value); // Too late: the call ended without it.
+      check?.discard?.(value); // Too late: the call ended without it.
       return;
     }
-    if (this.check?.isFailure(value))
-      this.failed(scope, { error: value, isValue: true }, 'failure');
+    if (check?.isFailure(value)) this.failed(scope, { error: value, isValue: true }, 'failure');
     else this.succeed(scope, value);
   }
 
-  private attemptFailed(scope: AttemptScope<T>, error: unknown): void {
+  private attemptFailed(scope: AttemptScope, error: unknown): void {
     if (scope !== this.scope || this.phase !== Phase.Attempt) return; // Too late: dropped.
     this.failed(scope, { error, isValue: false }, 'failure');
   }
 
   /** The attempt's own timeout passed: it fails as a timeout (retryable while time is left). */
-  attemptTimedOut(scope: AttemptScope<T>): void {
+  attemptTimedOut(scope: AttemptScope): void {
     if (scope !== this.scope || this.phase !== Phase.Attempt) return;
     const error = new AttemptTimeoutError(this.policy.attemptTimeoutMs!);
     scope.end(error);
@@ -370,10 +419,11 @@ class Call<T> implements Deadline, AbortWatcher {
 
   /** Tells the breaker how the admitted attempt ended. */
   private recordOutcome(outcome: BreakerOutcome): void {
-    const admission = this.admission;
+    const more = this.more;
+    const admission = more?.admission;
     if (admission === undefined) return;
-    this.admission = undefined;
-    this.breaker!.record(admission, outcome);
+    more!.admission = undefined;
+    more!.breaker!.record(admission, outcome);
   }
 
   /**
@@ -382,29 +432,31 @@ class Call<T> implements Deadline, AbortWatcher {
    * as when the budget refuses. Either way no retry is made and none is spent.
    */
   private refused(breaker: CircuitBreaker, retryAfterMs: number | undefined, attempt: number) {
-    if (this.failure === undefined) {
-      this.failure = { error: new BreakerOpenError(breaker.key, retryAfterMs), isValue: false };
+    const more = this.extra();
+    if (more.failure === undefined) {
+      more.failure = { error: new BreakerOpenError(breaker.key, retryAfterMs), isValue: false };
     }
-    this.giveUp('breaker-open', this.verdict, undefined, 0, attempt - 1);
+    this.giveUp('breaker-open', more.verdict, undefined, 0, attempt - 1);
   }
 
-  private succeed(scope: AttemptScope<T>, value: T): void {
+  private succeed(scope: AttemptScope, value: T): void {
     this.endAttempt(scope, 'success');
     this.recordOutcome('success');
     this.settle();
     const policy = this.policy;
     policy.budget?.recordSuccess();
-    if (policy.onSuccess !== undefined || this.call?.onSuccess !== undefined) {
-      const state = this.state;
-      const hedges = this.hedges;
+    const more = this.more;
+    const call = more?.call;
+    if (policy.onSuccess !== undefined || call?.onSuccess !== undefined) {
+      const hedges = more?.hedges;
       const event: SuccessEvent = {
         attempts: scope.attempt,
-        totalDelayMs: state?.totalDelayMs ?? 0,
+        totalDelayMs: more?.state?.totalDelayMs ?? 0,
         elapsedMs: policy.clock.now() - this.startedAt,
         ...(hedges === undefined ? {} : { hedges: hedgeReport(hedges) }),
       };
       emit(policy.onSuccess, event);
-      emit(this.call?.onSuccess, event);
+      emit(call?.onSuccess, event);
     }
     if (callChannel.hasSubscribers) {
       const now = policy.clock.now();
@@ -414,9 +466,9 @@ class Call<T> implements Deadline, AbortWatcher {
         outcome: 'success',
         reason: undefined,
         attempts: scope.attempt,
-        totalDelayMs: this.state?.totalDelayMs ?? 0,
+        totalDelayMs: more?.state?.totalDelayMs ?? 0,
         elapsedMs: now - this.startedAt,
-        hedges: this.hedges?.sent ?? 0,
+        hedges: more?.hedges?.sent ?? 0,
         error: undefined,
         atMs: now,
       });
@@ -424,9 +476,10 @@ class Call<T> implements Deadline, AbortWatcher {
     this.resolve(value);
   }
 
-  private failed(scope: AttemptScope<T>, failure: Failure, outcome: AttemptOutcome): void {
+  private failed(scope: AttemptScope, failure: Failure, outcome: AttemptOutcome): void {
     this.endAttempt(scope, outcome, failure.error);
-    this.failure = failure;
+    const more = this.extra();
+    more.failure = failure;
     const policy = this.policy;
     const state = this.current();
     const error = failure.error;
@@ -436,7 +489,7 @@ class Call<T> implements Deadline, AbortWatcher {
       return;
     }
     const verdict = defaultVerdict(policy, state, error);
-    this.verdict = verdict;
+    more.verdict = verdict;
     let answer: RetryAnswer | PromiseLike<RetryAnswer>;
     try {
       answer = shouldRetry({
@@ -456,10 +509,10 @@ class Call<T> implements Deadline, AbortWatcher {
     this.phase = Phase.Judging;
     Promise.resolve(answer).then(
       (late) => {
-        if (this.phase === Phase.Judging && this.failure === failure) this.answered(verdict, late);
+        if (this.phase === Phase.Judging && more.failure === failure) this.answered(verdict, late);
       },
       (thrown: unknown) => {
-        if (this.phase === Phase.Judging && this.failure === failure)
+        if (this.phase === Phase.Judging && more.failure === failure)
           this.shouldRetryFailed(thrown);
       },
     );
@@ -478,7 +531,7 @@ class Call<T> implements Deadline, AbortWatcher {
       step(
         this.policy,
         this.current(),
-        { ok: false, error: this.failure!.error, verdict: judged },
+        { ok: false, error: this.extra().failure!.error, verdict: judged },
         now,
       ),
     );
@@ -489,7 +542,8 @@ class Call<T> implements Deadline, AbortWatcher {
    * operation's failure attached as its `cause` when it has none of its own.
    */
   private shouldRetryFailed(thrown: unknown): void {
-    const failure = this.failure!;
+    const more = this.extra();
+    const failure = more.failure!;
     if (
       typeof thrown === 'object' &&
       thrown !== null &&
@@ -502,10 +556,10 @@ class Call<T> implements Deadline, AbortWatcher {
         configurable: true,
       });
     }
-    this.policy.budget?.recordFailure(this.policy.clock.now(), this.verdict?.retryable ?? false);
+    this.policy.budget?.recordFailure(this.policy.clock.now(), more.verdict?.retryable ?? false);
     this.recordOutcome('ignored');
-    this.failure = { error: thrown, isValue: false };
-    this.giveUp('should-retry-failed', this.verdict, undefined, 0);
+    more.failure = { error: thrown, isValue: false };
+    this.giveUp('should-retry-failed', more.verdict, undefined, 0);
   }
 
   private decide(decision: Decision): void {
@@ -522,10 +576,12 @@ class Call<T> implements Deadline, AbortWatcher {
     }
     if (decision.action !== 'retry') return;
     const policy = this.policy;
-    const { error } = this.failure!;
+    const more = this.extra();
+    const { error } = more.failure!;
     const state = this.current();
-    this.verdict = decision.verdict;
-    if (policy.onRetry !== undefined || this.call?.onRetry !== undefined) {
+    more.verdict = decision.verdict;
+    const call = more.call;
+    if (policy.onRetry !== undefined || call?.onRetry !== undefined) {
       const event = {
         attempt: state.attempt,
         error,
@@ -534,7 +590,7 @@ class Call<T> implements Deadline, AbortWatcher {
         elapsedMs: policy.clock.now() - this.startedAt,
       };
       emit(policy.onRetry, event);
-      emit(this.call?.onRetry, event);
+      emit(call?.onRetry, event);
       if (this.phase === Phase.Done) return; // A hook aborted the call.
     }
     if (callChannel.hasSubscribers) {
@@ -550,25 +606,26 @@ class Call<T> implements Deadline, AbortWatcher {
       });
       if (this.phase === Phase.Done) return; // A subscriber aborted the call.
     }
-    this.next = decision.state;
+    more.next = decision.state;
     if (decision.delayMs <= 0) {
       this.waited();
       return;
     }
     this.phase = Phase.Waiting;
     const wait = new AbortController();
-    this.wait = wait;
-    this.waitStartedAt = policy.clock.now();
+    more.wait = wait;
+    more.waitStartedAt = policy.clock.now();
     policy.clock.sleep(decision.delayMs, wait.signal).then(() => {
-      if (this.wait === wait) this.waited();
+      if (more.wait === wait) this.waited();
     }, noop);
   }
 
   private waited(): void {
-    this.wait = undefined;
+    const more = this.extra();
+    more.wait = undefined;
     if (this.phase === Phase.Done) return;
-    const next = this.next!;
-    this.state = next;
+    const next = more.next!;
+    more.state = next;
     this.runAttempt(next.attempt);
   }
 
@@ -577,18 +634,19 @@ class Call<T> implements Deadline, AbortWatcher {
     const phase = this.phase;
     if (phase === Phase.Done) return;
     const state = this.current();
+    const more = this.extra();
     let waitedMs = 0;
     if (phase === Phase.Attempt) {
       const scope = this.scope!;
       const error = new DeadlineExceededError(this.deadlineMs);
       scope.end(error);
       this.endAttempt(scope, 'deadline', error);
-      this.failure = { error, isValue: false };
-      this.verdict = defaultVerdict(this.policy, state, error);
+      more.failure = { error, isValue: false };
+      more.verdict = defaultVerdict(this.policy, state, error);
     } else if (phase === Phase.Waiting) {
-      waitedMs = nowMs - this.waitStartedAt;
+      waitedMs = nowMs - more.waitStartedAt;
     }
-    const verdict = this.verdict ?? defaultVerdict(this.policy, state, this.failure!.error);
+    const verdict = more.verdict ?? defaultVerdict(this.policy, state, more.failure!.error);
     const reason = deadlinePassed(this.policy, verdict, nowMs, phase !== Phase.Waiting);
     this.recordOutcome('failure');
     this.giveUp(reason, verdict, undefined, waitedMs);
@@ -603,24 +661,30 @@ class Call<T> implements Deadline, AbortWatcher {
       scope.end(reason);
       this.endAttempt(scope, 'aborted', reason);
     }
-    const waitedMs = phase === Phase.Waiting ? this.policy.clock.now() - this.waitStartedAt : 0;
+    const more = this.extra();
+    const waitedMs = phase === Phase.Waiting ? this.policy.clock.now() - more.waitStartedAt : 0;
     this.recordOutcome('ignored');
     // A failed value kept through the wait will not be returned now.
-    const last = this.failure;
-    if (last?.isValue) this.check?.discard?.(last.error as T);
-    this.failure = { error: reason, isValue: false };
+    const last = more.failure;
+    if (last?.isValue) more.check?.discard?.(last.error as T);
+    more.failure = { error: reason, isValue: false };
     this.giveUp('aborted', undefined, undefined, waitedMs);
   }
 
   /** Releases the deadline entry, the caller's signal and any wait. */
   private settle(): void {
     this.phase = Phase.Done;
-    this.deadlines.remove(this);
-    const signal = this.call?.signal;
+    // Still in its list (unless it expired): found again by its clock and deadline.
+    if (this.nextDeadline !== undefined) {
+      deadlineList(this.policy.clock, this.deadlineMs).remove(this);
+    }
+    const more = this.more;
+    if (more === undefined) return;
+    const signal = more.call?.signal;
     if (signal !== undefined) unwatchAbort(signal, this);
-    const wait = this.wait;
+    const wait = more.wait;
     if (wait !== undefined) {
-      this.wait = undefined;
+      more.wait = undefined;
       wait.abort();
     }
   }
@@ -633,8 +697,10 @@ class Call<T> implements Deadline, AbortWatcher {
     attempts = this.current().attempt,
   ): void {
     this.settle();
-    const { error, isValue } = this.failure!;
+    const more = this.extra();
+    const { error, isValue } = more.failure!;
     const state = this.current();
+    const hedges = more.hedges;
     const report: RetryReport = {
       reason,
       attempts,
@@ -642,12 +708,13 @@ class Call<T> implements Deadline, AbortWatcher {
       elapsedMs: this.policy.clock.now() - this.startedAt,
       ...(verdict === undefined ? {} : { verdict }),
       ...(inner === undefined ? {} : { inner }),
-      ...(this.hedges === undefined ? {} : { hedges: hedgeReport(this.hedges) }),
+      ...(hedges === undefined ? {} : { hedges: hedgeReport(hedges) }),
     };
     setReport(error, report);
-    if (this.callerStack !== undefined) appendCallerStack(error, this.callerStack);
-    if (this.policy.onGiveUp !== undefined || this.call?.onGiveUp !== undefined) {
-      emitGiveUp(this.policy, this.call, { ...report, error });
+    if (more.callerStack !== undefined) appendCallerStack(error, more.callerStack);
+    const call = more.call;
+    if (this.policy.onGiveUp !== undefined || call?.onGiveUp !== undefined) {
+      emitGiveUp(this.policy, call, { ...report, error });
     }
     if (callChannel.hasSubscribers) this.publishGiveUp(report, error);
     if (isValue) this.resolve(error as T);
@@ -675,7 +742,7 @@ class Call<T> implements Deadline, AbortWatcher {
       attempts: report.attempts,
       totalDelayMs: report.totalDelayMs,
       elapsedMs: report.elapsedMs,
-      hedges: this.hedges?.sent ?? 0,
+      hedges: this.more?.hedges?.sent ?? 0,
       error,
       atMs,
     });
@@ -699,7 +766,7 @@ export function execute<T>(
   check?: ResultCheck<T>,
   unrepeatable?: UnrepeatableReason,
 ): Promise<T> {
-  const startedAt = policy.clock.now();
+  const startedAt = callTime(policy.clock);
   const signal = call?.signal;
   if (signal?.aborted) {
     const reason = signal.reason;
@@ -725,7 +792,9 @@ export function execute<T>(
     return Promise.reject(reason);
   }
   policy.budget?.recordRequest(startedAt);
-  return new Call(policy, operation, call, check, unrepeatable, startedAt).promise;
+  const promise = new Promise<T>(capture);
+  new Call(policy, operation, call, check, unrepeatable, startedAt);
+  return promise;
 }
 
 function emitGiveUp(policy: RetryHooks, call: RetryHooks | undefined, event: GiveUpEvent) {
@@ -765,11 +834,13 @@ export function createRetryPolicy(options?: RetryPolicyOptions): RetryPolicy {
     options: resolved,
     budget: resolved.budget,
     retry: <T>(operation: Operation<T>, call?: CallOptions): Promise<T> => {
-      try {
-        checkOperation(operation);
-        checkCallOptions('policy.retry', call);
-      } catch (error) {
-        return Promise.reject(error);
+      if (typeof operation !== 'function' || call !== undefined) {
+        try {
+          checkOperation(operation);
+          checkCallOptions('policy.retry', call);
+        } catch (error) {
+          return Promise.reject(error);
+        }
       }
       return execute(resolved, operation, call);
     },
