@@ -1,0 +1,185 @@
+// Calls that start within one window of their clock's `coarseMs` share one reading of the clock
+// (src/core/call-time.ts): no clock read per call on the success path. The cost is a bounded
+// slop, documented in docs/retry.md: a call's clock starts at most `coarseMs` plus the timer's
+// lateness before the call did, never after, so it never settles after its own deadline (give
+// or take late timers) and never more than that window before it.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type CallMessage,
+  channels,
+  createRetryPolicy,
+  DeadlineExceededError,
+  getRetryReport,
+  type RetryReport,
+  retry,
+  systemClock,
+} from '../src/index.js';
+import { ManualClock } from './helpers/clocks.js';
+
+/** A ManualClock whose readings calls may share for `coarseMs`. */
+function coarseClock(coarseMs: number, lateMs: number): ManualClock & { coarseMs: number } {
+  return Object.assign(new ManualClock({ lateMs }), { coarseMs });
+}
+
+interface Settled {
+  startedAt: number;
+  settledAt: number;
+  error: unknown;
+  report: RetryReport | undefined;
+}
+
+/** Starts a call whose operation never settles nor reads its signal, at the clock's time now. */
+function hangingCall(clock: ManualClock, deadlineMs: number, out: Settled[]): Promise<void> {
+  const startedAt = clock.t;
+  return retry(() => new Promise<never>(() => {}), { clock, deadlineMs, budget: false }).then(
+    () => {
+      throw new Error('a hanging call cannot succeed');
+    },
+    (error: unknown) => {
+      out.push({ startedAt, settledAt: clock.t, error, report: getRetryReport(error) });
+    },
+  );
+}
+
+describe('calls share a clock reading within coarseMs', () => {
+  it('on an exact clock: a call in the window counts from the reading, one after it reads again', async () => {
+    const clock = coarseClock(5, 0);
+    const out: Settled[] = [];
+    const calls = [hangingCall(clock, 100, out)];
+    await clock.advance(2);
+    calls.push(hangingCall(clock, 100, out)); // t = 2: shares the reading of t = 0
+    await clock.advance(5);
+    calls.push(hangingCall(clock, 100, out)); // t = 7: the window closed at 5
+    await clock.advance(200);
+    await Promise.all(calls);
+    expect(out.map((c) => [c.startedAt, c.settledAt])).toEqual([
+      [0, 100],
+      [2, 100],
+      [7, 107],
+    ]);
+    for (const c of out) {
+      expect(c.error).toBeInstanceOf(DeadlineExceededError);
+      expect(c.report).toMatchObject({ reason: 'deadline', elapsedMs: 100 });
+    }
+    expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+  });
+
+  it('on a late clock: the window lasts until its timer fires, coarseMs plus the lateness', async () => {
+    const clock = coarseClock(5, 3);
+    const out: Settled[] = [];
+    const calls = [hangingCall(clock, 100, out)];
+    await clock.advance(7);
+    calls.push(hangingCall(clock, 100, out)); // t = 7: the window's timer fires at 8
+    await clock.advance(2);
+    calls.push(hangingCall(clock, 100, out)); // t = 9: a new reading
+    await clock.advance(300);
+    await Promise.all(calls);
+    // Each deadline timer fires 3 ms late too.
+    expect(out.map((c) => [c.startedAt, c.settledAt])).toEqual([
+      [0, 103],
+      [7, 103],
+      [9, 112],
+    ]);
+    expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+  });
+
+  it('never settles after its own deadline, nor more than coarseMs plus the lateness before it', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 40 }), { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 1, max: 300 }),
+        fc.constantFrom(1, 5, 16),
+        fc.constantFrom(0, 1, 5, 37),
+        async (gaps, deadlineMs, coarseMs, lateMs) => {
+          const clock = coarseClock(coarseMs, lateMs);
+          const out: Settled[] = [];
+          const calls: Promise<void>[] = [];
+          for (const gap of gaps) {
+            await clock.advance(gap);
+            calls.push(hangingCall(clock, deadlineMs, out));
+          }
+          await clock.advance(deadlineMs + 2 * (coarseMs + lateMs) + 100);
+          await Promise.all(calls);
+          expect(out).toHaveLength(gaps.length);
+          for (const c of out) {
+            const own = c.settledAt - c.startedAt;
+            expect(own).toBeLessThanOrEqual(deadlineMs + lateMs);
+            expect(own).toBeGreaterThanOrEqual(deadlineMs - (coarseMs + lateMs));
+            // The report counts from the shared reading: never less than the call's own time.
+            expect(c.report?.elapsedMs).toBeGreaterThanOrEqual(own);
+            expect(c.report?.elapsedMs).toBeLessThanOrEqual(own + coarseMs + lateMs);
+          }
+          expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
+  it('without coarseMs every call reads the clock: its deadline counts from its own start', async () => {
+    const clock = new ManualClock();
+    const out: Settled[] = [];
+    const calls = [hangingCall(clock, 100, out)];
+    await clock.advance(2);
+    calls.push(hangingCall(clock, 100, out));
+    await clock.advance(200);
+    await Promise.all(calls);
+    expect(out.map((c) => [c.startedAt, c.settledAt])).toEqual([
+      [0, 100],
+      [2, 102],
+    ]);
+  });
+
+  it('checks coarseMs when the policy is made, naming the option', () => {
+    const clock = new ManualClock();
+    expect(() => createRetryPolicy({ clock: Object.assign(clock, { coarseMs: 0 }) })).toThrow(
+      /createRetryPolicy clock\.coarseMs must be > 0, got 0/,
+    );
+    const noTimer = { now: () => 0, sleep: async () => {}, coarseMs: 1 };
+    expect(() => createRetryPolicy({ clock: noTimer })).toThrow(
+      /createRetryPolicy clock\.coarseMs needs clock\.setTimer/,
+    );
+  });
+});
+
+describe('the system clock shares readings for 1 ms', () => {
+  it('calls started in one turn share a reading; after a later timer, a call reads again', async () => {
+    expect(systemClock.coarseMs).toBe(1);
+    const starts: number[] = [];
+    const onCall = (message: unknown) => {
+      const m = message as CallMessage;
+      if (m.type === 'start') starts.push(m.atMs);
+    };
+    channels.call.subscribe(onCall);
+    try {
+      const policy = createRetryPolicy();
+      await Promise.all([policy.retry(async () => 1), policy.retry(async () => 2)]);
+      // Timers fire in the order they are due: the window's 1 ms timer before this 5 ms one.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await policy.retry(async () => 3);
+    } finally {
+      channels.call.unsubscribe(onCall);
+    }
+    expect(starts).toHaveLength(3);
+    expect(starts[1]).toBe(starts[0]);
+    expect(starts[2]! - starts[0]!).toBeGreaterThanOrEqual(5);
+  });
+
+  it('a pending call holds the process open; about 1 ms after the last one ends, nothing does', async () => {
+    const timeouts = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    // Lists emptied by earlier tests let go first.
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const before = timeouts();
+    let finish: (value: number) => void = () => {};
+    const call = retry(() => new Promise<number>((resolve) => (finish = resolve)), {
+      deadlineMs: 60_000,
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(timeouts()).toBe(before + 1);
+    finish(1);
+    await expect(call).resolves.toBe(1);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(timeouts()).toBe(before);
+  });
+});
