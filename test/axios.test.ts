@@ -270,6 +270,41 @@ describe('axiosRetry: axios-retry behaviours, ported', () => {
     expect(received).toHaveLength(1);
   });
 
+  it('a CancelToken cancelled during a wait ends the request at once, as a signal does', async () => {
+    handler = answer(429);
+    const instance = axios.create({ baseURL: base });
+    axiosRetry(instance, {
+      getAdapter: axios.getAdapter,
+      retries: 1,
+      retryDelay: () => 10_000,
+      deadlineMs: 60_000,
+    });
+    const source = axios.CancelToken.source();
+    setTimeout(() => source.cancel('user left'), 100);
+    const t0 = performance.now();
+    const error = await instance.get('/test', { cancelToken: source.token }).catch((e) => e);
+    expect(axios.isCancel(error)).toBe(true);
+    expect((error as { message?: string }).message).toBe('user left');
+    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(received).toHaveLength(1);
+  });
+
+  it('a CancelToken cancelled before the request sends nothing, and a finished one keeps no listener', async () => {
+    handler = answer(200);
+    const instance = client({ retries: 2 });
+    const done = axios.CancelToken.source();
+    expect((await instance.get('/test', { cancelToken: done.token })).status).toBe(200);
+    // axios keeps a token's subscribers here: the request let go of its own when it ended.
+    const listeners = (done.token as unknown as { _listeners?: unknown[] })._listeners;
+    expect(listeners ?? []).toHaveLength(0);
+    received = [];
+    const early = axios.CancelToken.source();
+    early.cancel('never mind');
+    const error = await instance.get('/test', { cancelToken: early.token }).catch((e) => e);
+    expect(axios.isCancel(error)).toBe(true);
+    expect(received).toHaveLength(0);
+  });
+
   it('an abort while onRetry runs ends the request before the retry is sent', async () => {
     handler = answer(429);
     const instance = axios.create({ baseURL: base });

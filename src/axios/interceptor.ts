@@ -708,6 +708,52 @@ function callerSignalOf(config: InternalAxiosRequestConfig): AbortSignal | undef
     : undefined;
 }
 
+/** axios' deprecated `CancelToken`, as far as the call needs it. */
+interface CancelTokenLike {
+  readonly reason?: unknown;
+  subscribe(listener: (reason: unknown) => void): void;
+  unsubscribe(listener: (reason: unknown) => void): void;
+}
+
+function isCancelToken(value: unknown): value is CancelTokenLike {
+  const t = value as Partial<CancelTokenLike> | null | undefined;
+  return (
+    typeof t === 'object' &&
+    t !== null &&
+    typeof t.subscribe === 'function' &&
+    typeof t.unsubscribe === 'function'
+  );
+}
+
+/**
+ * What ends the call: the request's signal, and its `cancelToken` if it has one (axios still
+ * honours the deprecated token, so a wait must end on it too, not only the attempt in flight).
+ * `release` lets go of the token and the signal once the call has ended.
+ */
+function cancelSignalOf(
+  config: InternalAxiosRequestConfig,
+  signal: AbortSignal | undefined,
+): { signal: AbortSignal | undefined; release: () => void } {
+  const token = config.cancelToken as unknown;
+  if (!isCancelToken(token)) return { signal, release: noop };
+  const controller = new AbortController();
+  const fromToken = (reason: unknown) => controller.abort(reason);
+  const fromSignal = () => controller.abort(signal?.reason);
+  if (signal?.aborted) controller.abort(signal.reason);
+  else if (token.reason !== undefined) controller.abort(token.reason);
+  else {
+    token.subscribe(fromToken);
+    signal?.addEventListener('abort', fromSignal, { once: true });
+  }
+  return {
+    signal: controller.signal,
+    release: () => {
+      token.unsubscribe(fromToken);
+      signal?.removeEventListener('abort', fromSignal);
+    },
+  };
+}
+
 /** One request through the wrapped adapter: its attempts, run by the engine. */
 async function send(
   settings: Settings,
@@ -828,8 +874,8 @@ async function send(
     shouldRetry: judge,
   };
 
-  const callerSignal = callerSignalOf(config);
-  const call: CallOptions = { signal: callerSignal };
+  const cancel = cancelSignalOf(config, callerSignalOf(config));
+  const call: CallOptions = { signal: cancel.signal };
   let deadlineMs = rules.deadlineMs;
   if (!rules.shouldResetTimeout && timeout > 0) {
     deadlineMs = Math.min(deadlineMs ?? policy.deadlineMs, timeout);
@@ -878,5 +924,7 @@ async function send(
       await hook(error as AxiosError, report.attempts - 1);
     }
     throw error;
+  } finally {
+    cancel.release();
   }
 }
