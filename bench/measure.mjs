@@ -4,6 +4,8 @@ import { successPath, Unavailable, zeroDelay } from './candidates.mjs';
 import { measureFetch } from './fetch.mjs';
 
 const smoke = process.argv.includes('--smoke');
+// `--engine`: the engine's tables only (success path, retry path, heap, clock read), no fetch.
+const engineOnly = process.argv.includes('--engine');
 const ROUNDS = smoke ? 2 : 21;
 const SAMPLE_MS = smoke ? 2 : 15;
 
@@ -130,7 +132,7 @@ const clockStart = performance.now();
 for (let i = 0; i < CLOCK_READS; i++) clockSink += performance.now();
 const clockRead = ((performance.now() - clockStart) * 1e6) / CLOCK_READS;
 if (clockSink === 0) console.error('unreachable');
-const fetchRates = await measureFetch(smoke ? { rounds: 1, ms: 200 } : {});
+const fetchRates = engineOnly ? {} : await measureFetch(smoke ? { rounds: 1, ms: 200 } : {});
 const fetch = Object.fromEntries(
   Object.entries(fetchRates).map(([name, rates]) => [name, median(rates)]),
 );
