@@ -4,7 +4,7 @@
 // runs in Node, Deno, Bun and workerd. Each check returns what it saw; run.mjs judges it.
 
 import { createFetch, getRetryReport } from '../../dist/fetch/index.js';
-import { createRetryPolicy } from '../../dist/index.js';
+import { channels, createRetryPolicy, usesDiagnosticsChannel } from '../../dist/index.js';
 import { webMiddleware } from '../../dist/server/index.js';
 
 /** What a failed call says about itself. */
@@ -85,7 +85,41 @@ export async function runChecks({ base, refused, runtime }) {
   }
 
   results.server = await checkServer();
+  results.events = await checkEvents();
   return results;
+}
+
+/**
+ * The event source: a call that fails once and then succeeds, watched through stormproof's own
+ * channel and, on a runtime that has `node:diagnostics_channel` (found as the library finds it,
+ * through `process.getBuiltinModule`: no import), through a diagnostics channel subscriber too.
+ * Both must see the same messages.
+ */
+async function checkEvents() {
+  const dc = globalThis.process?.getBuiltinModule?.('node:diagnostics_channel');
+  const own = [];
+  const viaDc = [];
+  const ownSubscriber = (message) => own.push(message.type);
+  const dcSubscriber = (message) => viaDc.push(message.type);
+  channels.call.subscribe(ownSubscriber);
+  dc?.subscribe('stormproof:call', dcSubscriber);
+  try {
+    let calls = 0;
+    await createRetryPolicy({ baseDelayMs: 1, random: () => 0.5 }).retry(async () => {
+      if (++calls < 2) throw Object.assign(new Error('busy'), { status: 503 });
+      return calls;
+    });
+  } finally {
+    channels.call.unsubscribe(ownSubscriber);
+    dc?.unsubscribe('stormproof:call', dcSubscriber);
+  }
+  return {
+    usesDiagnosticsChannel,
+    hasDiagnosticsChannel: typeof dc?.channel === 'function',
+    own,
+    viaDc: dc === undefined ? null : viaDc,
+    quietAfter: !channels.call.hasSubscribers,
+  };
 }
 
 /**

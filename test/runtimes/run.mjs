@@ -52,8 +52,11 @@ await new Promise((done) => closed.listen(0, '127.0.0.1', done));
 const refused = `http://127.0.0.1:${closed.address().port}/`;
 await new Promise((done) => closed.close(done));
 
-/** What every runtime must report; a list of what differs (empty: passed). */
-function judge(results) {
+/**
+ * What every runtime must report; a list of what differs (empty: passed). `diagnostics`: the
+ * runtime has `node:diagnostics_channel` (Node, Deno, Bun), so the event source must be it.
+ */
+function judge(results, { diagnostics }) {
   const problems = [];
   const expect = (what, actual, expected) => {
     if (!isDeepStrictEqual(actual, expected)) {
@@ -82,6 +85,14 @@ function judge(results) {
     after: '200 after',
     shed: 1,
   });
+  const events = results.events ?? {};
+  expect('event source: stormproof:call', events.own, ['start', 'retry', 'end']);
+  expect('event source: unsubscribed after', events.quietAfter, true);
+  expect('event source: node:diagnostics_channel found', events.hasDiagnosticsChannel, diagnostics);
+  expect('event source: is the diagnostics channel', events.usesDiagnosticsChannel, diagnostics);
+  if (diagnostics) {
+    expect('event source: a diagnostics_channel subscriber', events.viaDc, events.own);
+  }
   const stall = results.stall ?? {};
   // The deadline ends it. The engine (src/core/step.ts) names a timer that fired a little late
   // 'retry-after-beyond-deadline' although no Retry-After was sent: both mean the deadline.
@@ -109,7 +120,7 @@ async function output(command, args) {
 
 async function checkScriptRuntime({ name, command, script }) {
   const stdout = await output(command, [...script, `${here}script.mjs`, base, refused, name]);
-  return judge(JSON.parse(stdout.trim().split('\n').at(-1)));
+  return judge(JSON.parse(stdout.trim().split('\n').at(-1)), { diagnostics: true });
 }
 
 async function checkWorkerd() {
@@ -127,7 +138,8 @@ async function checkWorkerd() {
     const res = await mf.dispatchFetch(`http://worker.test/?${query}`);
     const text = await res.text();
     if (res.status !== 200) return [`the worker answered ${res.status}: ${text.slice(0, 500)}`];
-    return judge(JSON.parse(text));
+    // workerd without the nodejs_compat flag has no `process`: the portable list serves.
+    return judge(JSON.parse(text), { diagnostics: false });
   } finally {
     await mf.dispose();
   }
