@@ -6,6 +6,7 @@ import {
   DeadlineExceededError,
   getRetryReport,
   RetryBudget,
+  type RetryOptions,
   retry,
 } from '../src/index.js';
 import { flush, httpError, instantClock, ManualClock } from './helpers/clocks.js';
@@ -638,5 +639,52 @@ describe("a call's own deadline", () => {
       /deadlineMs/,
     );
     await expect(policy.retry(async () => 1, { deadlineMs: 0 })).rejects.toThrow(RangeError);
+  });
+});
+
+describe('retry(fn, options): an inline literal resolved once while its values stay the same', () => {
+  it('honours a changed value, an added or removed key, and a new signal', async () => {
+    const attemptsWith = async (options: RetryOptions) => {
+      const op = failing(httpError(503), httpError(503), httpError(503), httpError(503));
+      await retry(op, options).catch(() => {});
+      return op.mock.calls.length;
+    };
+    const clock = instantClock();
+    expect(await attemptsWith({ clock, maxAttempts: 2, budget: false })).toBe(2);
+    expect(await attemptsWith({ clock, maxAttempts: 2, budget: false })).toBe(2);
+    expect(await attemptsWith({ clock, maxAttempts: 3, budget: false })).toBe(3);
+    expect(await attemptsWith({ clock, budget: false })).toBe(4);
+    expect(await attemptsWith({ clock, budget: false, maxAttempts: 1 })).toBe(1);
+    const reason = new Error('gone');
+    await expect(
+      retry(async () => 1, {
+        clock,
+        budget: false,
+        maxAttempts: 1,
+        signal: AbortSignal.abort(reason),
+      }),
+    ).rejects.toBe(reason);
+    await expect(
+      retry(async () => 1, {
+        clock,
+        budget: false,
+        maxAttempts: 1,
+        signal: 'not a signal' as unknown as AbortSignal,
+      }),
+    ).rejects.toThrow(/retry signal must be an AbortSignal/);
+  });
+
+  it('reads a jitter band again on every call: its array may have changed', async () => {
+    const band: [number, number] = [1, 1];
+    const options: RetryOptions = { jitter: { band }, baseDelayMs: 100, budget: false };
+    const sleepsWith = async () => {
+      const clock = instantClock();
+      await retry(failing(httpError(503)), { ...options, clock });
+      return clock.sleeps;
+    };
+    expect(await sleepsWith()).toEqual([100]);
+    band[0] = 2;
+    band[1] = 2;
+    expect(await sleepsWith()).toEqual([200]);
   });
 });

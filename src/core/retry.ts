@@ -854,6 +854,52 @@ function checkOperation<T>(operation: Operation<T>): Operation<T> {
   return operation;
 }
 
+// `retry(op, { ... })` is mostly written with an options literal inline, the same values on every
+// call: the last literal's values and their resolution are kept, and a literal with the same
+// keys and the same values (by identity; the signal aside, which is the call's own) is not
+// resolved again. Options whose resolution is more than a check are resolved every time: a
+// hedge keeps what it learns per policy, and a jitter band is copied from an array that may
+// change.
+let lastValues: unknown[] = [];
+let lastKeys: string[] = [];
+let lastPolicy: ResolvedPolicy | undefined;
+
+function oneOffPolicy(options: RetryOptions): ResolvedPolicy {
+  const o = options as Record<string, unknown>;
+  const proto = typeof o === 'object' && o !== null ? Object.getPrototypeOf(o) : undefined;
+  const plain = proto === Object.prototype || proto === null;
+  if (plain && lastPolicy !== undefined) {
+    let i = 0;
+    let same = true;
+    for (const key in o) {
+      if (key === 'signal') continue;
+      if (lastKeys[i] !== key || lastValues[i] !== o[key]) {
+        same = false;
+        break;
+      }
+      i++;
+    }
+    if (same && i === lastKeys.length) {
+      if (o.signal !== undefined) checkCallOptions('retry', { signal: o.signal });
+      return lastPolicy;
+    }
+  }
+  const policy = resolvePolicy('retry', options, { defaultBudget: false, allowCallKeys: true });
+  if (plain && o.hedge === undefined && (typeof o.jitter !== 'object' || o.jitter === null)) {
+    const keys: string[] = [];
+    const values: unknown[] = [];
+    for (const key in o) {
+      if (key === 'signal') continue;
+      keys.push(key);
+      values.push(o[key]);
+    }
+    lastKeys = keys;
+    lastValues = values;
+    lastPolicy = policy;
+  }
+  return policy;
+}
+
 /** `retry(op)` with no options: the defaults, filled once. */
 const DEFAULT_ONE_OFF = Object.freeze(
   resolvePolicy('retry', undefined, { defaultBudget: false, allowCallKeys: true }),
@@ -877,10 +923,7 @@ export function retry<T>(operation: Operation<T>, options?: RetryOptions): Promi
   let policy: ResolvedPolicy;
   try {
     checkOperation(operation);
-    policy =
-      options === undefined
-        ? DEFAULT_ONE_OFF
-        : resolvePolicy('retry', options, { defaultBudget: false, allowCallKeys: true });
+    policy = options === undefined ? DEFAULT_ONE_OFF : oneOffPolicy(options);
   } catch (error) {
     return Promise.reject(error);
   }
