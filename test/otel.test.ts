@@ -182,6 +182,30 @@ describe('stormproof/otel metrics', () => {
     expect(retryAfter.unit).toBe('s');
     expect((retryAfter.points[0]!.value as { count: number }).count).toBe(3);
   });
+  it("gateway mode: the throttle's probability of rejecting locally, for gateways only", async () => {
+    const { reader } = setup();
+    const clock = { now: () => 0, sleep: async () => {} };
+    const gateway = createShedder({
+      gateway: {},
+      queue: false,
+      ramp: false,
+      clock,
+      random: () => 0.99,
+    });
+    const plain = createShedder({ queue: false, ramp: false, clock, random: () => 0.99 });
+    plain.admit(() => null);
+    // Fifty requests sent downstream, every one failed: the throttle starts rejecting locally.
+    for (let i = 0; i < 50; i++) {
+      const ticket = gateway.admit(() => null);
+      if (ticket.admitted) ticket.finish(503);
+    }
+    const probability = gateway.stats().throttleProbability;
+    expect(probability).toBeGreaterThan(0.5);
+    const m = await read(reader);
+    const points = m.get('stormproof.server.throttle.probability')!.points;
+    expect(points.map((p) => p.value)).toEqual([probability]);
+    expect(m.get('stormproof.server.throttle.probability')!.unit).toBe('1');
+  });
 });
 
 describe('stormproof/otel budgets', () => {

@@ -101,6 +101,15 @@ export interface Instrumentation {
   stop(): void;
 }
 
+/** What the server gauges read from each engine's `stats()`. */
+interface ServerStats {
+  readonly inflight: number;
+  readonly limit: number;
+  readonly queued: number;
+  readonly rampShare: number;
+  readonly throttleProbability: number;
+}
+
 const SCOPE = 'stormproof';
 const VERSION = '0.1.0';
 /** Seconds: OpenTelemetry's HTTP and gRPC (A66) latency buckets, 5 ms to 100 s. */
@@ -506,9 +515,7 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
   });
 
   // The server: counters and histograms from its messages, gauges from each engine's stats.
-  const shedders: Array<
-    WeakRef<{ stats(): { inflight: number; limit: number; queued: number; rampShare: number } }>
-  > = [];
+  const shedders: Array<WeakRef<{ readonly gateway?: boolean; stats(): ServerStats }>> = [];
   const seen = new WeakSet<object>();
   const admitted = meter.createCounter('stormproof.server.admitted', {
     unit: '{request}',
@@ -534,12 +541,14 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
     name: string,
     unit: string,
     description: string,
-    read: (s: { inflight: number; limit: number; queued: number; rampShare: number }) => number,
+    read: (s: ServerStats, gateway: boolean) => number | undefined,
   ) =>
     meter.createObservableGauge(name, { unit, description }).addCallback((result) => {
       shedders.forEach((ref, index) => {
         const s = ref.deref();
-        if (s !== undefined) result.observe(read(s.stats()), { 'stormproof.server.id': index });
+        if (s === undefined) return;
+        const value = read(s.stats(), s.gateway === true);
+        if (value !== undefined) result.observe(value, { 'stormproof.server.id': index });
       });
     });
   gauge('stormproof.server.limit', '{request}', 'The concurrency limit now.', (s) => s.limit);
@@ -555,6 +564,12 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
     '1',
     'The share of the limit the ramp lets run (1 when open).',
     (s) => s.rampShare,
+  );
+  gauge(
+    'stormproof.server.throttle.probability',
+    '1',
+    'Gateway mode: the probability of rejecting a request locally now (the SRE book adaptive throttle).',
+    (s, gateway) => (gateway ? s.throttleProbability : undefined),
   );
   listen<ServerMessage>(channels.server, (m) => {
     const engine = m.shedder as { stats?: unknown };
