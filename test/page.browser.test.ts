@@ -4,16 +4,25 @@
 // for a state of the page, never for time. Screenshots of each view go to reports/.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { herdView } from '../src/page/compute.js';
-import { checkHerd, type HerdInputs, readHash } from '../src/page/state.js';
+import { herdView, mapView, type PageSection, stormView } from '../src/page/compute.js';
+import {
+  checkHerd,
+  checkMap,
+  checkStorm,
+  type HerdInputs,
+  type MapParams,
+  readHash,
+  type StormParams,
+} from '../src/page/state.js';
 import { launchChromium } from './helpers/browser.js';
-import { MAIN, root } from './helpers/cli.js';
+import { MAIN, root, runCli } from './helpers/cli.js';
 
 /** A running `stormproof lab --serve`, and what it printed. */
 interface Served {
@@ -475,14 +484,20 @@ describe('the page in Chromium', () => {
           els.filter((e) => (e as HTMLElement).offsetParent !== null).map((e) => e.id),
         );
       const herdControls = await visibleControls();
-      expect(herdControls.length).toBe(2 + 5 * 2 + 1 + 2); // views, sliders and fields, seed, choices
+      expect(herdControls.length).toBe(4 + 5 * 2 + 1 + 2); // views, sliders and fields, seed, choices
       expect([...(await reached())].sort()).toEqual(expect.arrayContaining(herdControls.sort()));
       // The check view, opened from the keyboard.
       await page.focus('#show-check');
       await page.keyboard.press('Enter');
       await shown('check');
       const checkControls = await visibleControls();
-      expect(checkControls.sort()).toEqual(['check-stack', 'show-check', 'show-herd']);
+      expect(checkControls.sort()).toEqual([
+        'check-stack',
+        'show-check',
+        'show-herd',
+        'show-map',
+        'show-storm',
+      ]);
       expect([...(await reached())]).toEqual(expect.arrayContaining(checkControls));
       // Every control's accessible name: a <label for>, or an aria-label, or its text.
       const unnamed = await page.$$eval('button, input, select, textarea', (els) =>
@@ -567,5 +582,477 @@ describe('the page in Chromium', () => {
       await changes('herd', () => page.fill('#herd-seed', '9'), 'offline');
     },
     WAIT * 2,
+  );
+
+  // --- the storm and the map ---------------------------------------------------------------------
+
+  /** A short storm (as the URL gives it): 300 requests a second, a 10 s failover, 40 s. */
+  const SHORT_STORM = '#view=storm&rps=300&fault-seconds=10&fault-at=5&duration=40&seed=3';
+  /** A small map: one policy, both server settings, 2 loads by 2 trigger lengths, 2 seeds. */
+  const SMALL_MAP =
+    '#view=map&policy=budget&server=both&trigger=capacity-loss&loads=0.3%2C0.9&triggers=2%2C10&seeds=2&horizon=30';
+
+  /** What a storm or map view shows once computed: its tables as text, its pictures, its squares. */
+  async function report(view: 'storm' | 'map', on = page) {
+    await on.waitForSelector(`#${view}[data-state="done"]`, { timeout: WAIT });
+    return on.evaluate((v) => {
+      const section = document.getElementById(v)!;
+      const text = (id: string) => document.getElementById(id)?.textContent ?? '';
+      return {
+        tables: Array.from(section.querySelectorAll('.report-section table'), (t) =>
+          Array.from((t as HTMLTableElement).rows, (r) =>
+            Array.from(r.cells, (c) => c.textContent).join('\t'),
+          ).join('\n'),
+        ),
+        // Everything in words: the source and model lines, and every table (the map's cells too).
+        figures: [
+          text('map-source'),
+          text('map-intro'),
+          ...Array.from(section.querySelectorAll('table'), (t) => t.textContent),
+        ].join('\n'),
+        chart: Array.from(section.querySelectorAll('.chart'), (c) => c.innerHTML).join(''),
+        squares: Array.from(section.querySelectorAll('rect.cell'), (r) =>
+          r.getAttribute('data-class'),
+        ),
+      };
+    }, view);
+  }
+
+  /**
+   * Does `act` and waits until the view shows other figures, computed; its picture changes too,
+   * unless `sameChart` (the storm's policy: --plot draws both policies whichever is chosen).
+   */
+  async function reportChanges(
+    view: 'storm' | 'map',
+    act: () => Promise<void>,
+    what: string,
+    sameChart = false,
+  ) {
+    const before = await report(view);
+    await act();
+    await page.waitForFunction(
+      ([v, old]) => {
+        const section = document.getElementById(v!)!;
+        const now = Array.from(section.querySelectorAll('.chart, table'), (c) => c.innerHTML);
+        return section.dataset.state === 'done' && now.join('') !== old;
+      },
+      [
+        view,
+        await page.evaluate(
+          (v) =>
+            Array.from(
+              document.getElementById(v)!.querySelectorAll('.chart, table'),
+              (c) => c.innerHTML,
+            ).join(''),
+          view,
+        ),
+      ] as const,
+      { timeout: WAIT * 2 },
+    );
+    const after = await report(view);
+    expect(after.figures, what).not.toBe(before.figures);
+    if (sameChart) expect(after.chart, what).toBe(before.chart);
+    else expect(after.chart, what).not.toBe(before.chart);
+    return after;
+  }
+
+  /** The tables the page must show for a report's sections: the worker's module, run here. */
+  const tablesOf = (sections: readonly PageSection[]) =>
+    sections
+      .filter((s) => s.table !== null)
+      .map((s) => [s.table!.head, ...s.table!.rows].map((row) => row.join('\t')).join('\n'));
+
+  /** The storm's parameters in a URL. */
+  function stormParams(url: string): StormParams {
+    const checked = checkStorm(readHash(new URL(url).hash).storm);
+    if (!('params' in checked)) throw new Error(`the URL's storm is invalid: ${url}`);
+    return checked.params;
+  }
+
+  function mapParams(url: string): MapParams {
+    const checked = checkMap(readHash(new URL(url).hash).map);
+    if (!('params' in checked)) throw new Error(`the URL's map is invalid: ${url}`);
+    return checked.params;
+  }
+
+  /** The squares of the heatmaps, in order, for the map in a URL. */
+  async function expectedSquares(url: string): Promise<string[]> {
+    const view = await mapView(mapParams(url));
+    return view.sections.flatMap((s) =>
+      s.figures.flatMap((svg) =>
+        [...svg.matchAll(/class="cell" data-class="(\w+)"/g)].map((m) => m[1]!),
+      ),
+    );
+  }
+
+  it(
+    "the storm: opens with no console error, shows the worker module's figures and charts; a screenshot",
+    async () => {
+      page = await open(SHORT_STORM);
+      const shown = await report('storm');
+      const expected = stormView(stormParams(page.url()));
+      expect(shown.tables).toEqual(tablesOf(expected.sections));
+      expect(shown.tables[0]!.split('\n')[0]).toBe('\tnaive\tstormproof');
+      // The chosen run's figures, key by key, as the CLI's --json prints them.
+      const figures = await page.$$eval('#storm-figures tbody tr', (rows) =>
+        rows.map((r) => Array.from((r as HTMLTableRowElement).cells, (c) => c.textContent)),
+      );
+      expect(Object.fromEntries(figures)).toEqual(
+        Object.fromEntries(
+          Object.entries(expected.figures[expected.chosen]!).map(([k, v]) => [
+            k,
+            typeof v === 'string' ? v : JSON.stringify(v),
+          ]),
+        ),
+      );
+      // The comparison's two charts and stormproof's own scale, each with the report's lines.
+      expect(shown.chart.match(/<g class="chart"/g)).toHaveLength(3);
+      for (const chart of shown.chart.split('<g class="chart"').slice(1)) {
+        for (const line of ['offered', 'succeeded', 'failed']) {
+          expect(chart).toContain(`<polyline class="series" data-series="${line}"`);
+        }
+      }
+      expect(await page.textContent('#storm-command')).toBe(
+        'stormproof sim storm --policy naive --server none --rps 300 --fault-seconds 10 --fault-at 5 --duration 40 --seed 3 --json',
+      );
+      expect(await page.getAttribute('#storm-stop', 'aria-disabled')).toBe('true');
+      mkdirSync(join(root, 'reports'), { recursive: true });
+      await page.screenshot({ path: join(root, 'reports/page-storm.png'), fullPage: true });
+    },
+    WAIT * 2,
+  );
+
+  it(
+    'the storm: moving each control changes its charts, its figures and the URL',
+    async () => {
+      page = await open(SHORT_STORM);
+      await report('storm');
+      for (const id of ['rps', 'fault-seconds', 'fault-at', 'duration']) {
+        const hash = new URL(page.url()).hash;
+        await reportChanges('storm', () => page.press(`#storm-${id}-slider`, 'ArrowRight'), id);
+        expect(new URL(page.url()).hash, id).not.toBe(hash);
+        expect(new URL(page.url()).hash, id).toContain(
+          `&${id}=${await page.inputValue(`#storm-${id}`)}`,
+        );
+      }
+      await reportChanges('storm', () => page.fill('#storm-seed', '4'), 'seed');
+      await reportChanges(
+        'storm',
+        async () => void (await page.selectOption('#storm-policy', 'stormproof')),
+        'policy',
+        true,
+      );
+      expect(await page.textContent('#storm-figures tbody tr')).toBe('policystormproof');
+      await reportChanges(
+        'storm',
+        async () => void (await page.selectOption('#storm-server', 'all-or-nothing')),
+        'server',
+      );
+      // The checkboxes, by the keyboard.
+      await reportChanges('storm', () => page.press('#storm-breaker', ' '), 'breaker');
+      expect(new URL(page.url()).hash).toContain('&breaker=on&');
+      await reportChanges(
+        'storm',
+        () => page.press('#storm-manual-recovery', ' '),
+        'manual recovery',
+      );
+      expect(new URL(page.url()).hash).toContain('&manual-recovery=on&');
+      // What it shows is what the worker's module computes for the URL's parameters.
+      expect((await report('storm')).tables).toEqual(
+        tablesOf(stormView(stormParams(page.url())).sections),
+      );
+      // A breaker needs the stormproof policy: said, and nothing runs.
+      await page.selectOption('#storm-policy', 'naive');
+      await page.waitForSelector('#storm[data-state="invalid"]', { timeout: WAIT });
+      expect(await page.textContent('#storm-breaker-error')).toBe(
+        'A circuit breaker in each partner instance (stormproof policy only) needs the stormproof policy (the naive stack has no breaker).',
+      );
+    },
+    WAIT * 8,
+  );
+
+  it(
+    'the storm: shows its progress, Stop ends the run, and a new value supersedes a long one',
+    async () => {
+      // The storm story's defaults: 4,000 requests a second for 180 s, twice; seconds of work.
+      page = await open('#view=storm');
+      await page.waitForFunction(
+        () => (document.getElementById('storm-progress') as HTMLProgressElement).value > 0,
+        null,
+        { timeout: WAIT },
+      );
+      expect(await page.getAttribute('#storm', 'data-state')).toBe('computing');
+      expect(await page.textContent('#storm-status')).toMatch(/^Computing… \d+%$/);
+      expect(await page.getAttribute('#storm-stop', 'aria-disabled')).toBe('false');
+      await page.focus('#storm-stop');
+      await page.keyboard.press('Enter');
+      expect(await page.getAttribute('#storm', 'data-state')).toBe('stopped');
+      expect(await page.textContent('#storm-status')).toMatch(
+        /^Stopped at \d+%\. Change a value, or press Compute, to run it again\.$/,
+      );
+      expect(await page.locator('#storm-report table').count()).toBe(0);
+      // Compute runs it again; a smaller load typed meanwhile supersedes it, and only it shows.
+      await page.click('#storm-run');
+      await page.fill('#storm-duration', '40');
+      await page.fill('#storm-fault-at', '5');
+      await page.fill('#storm-fault-seconds', '10');
+      await page.fill('#storm-rps', '300');
+      await page.fill('#storm-seed', '3');
+      const shown = await report('storm');
+      expect(shown.tables).toEqual(tablesOf(stormView(stormParams(page.url())).sections));
+    },
+    WAIT * 3,
+  );
+
+  it(
+    "the map: opens with no console error, shows the worker module's squares and figures; a screenshot",
+    async () => {
+      page = await open(SMALL_MAP);
+      const shown = await report('map');
+      expect(shown.squares).toEqual(await expectedSquares(page.url()));
+      expect(shown.squares).toHaveLength(8);
+      expect(shown.tables).toEqual(tablesOf((await mapView(mapParams(page.url()))).sections));
+      expect(await page.textContent('#map-source')).toBe(
+        'Computed in this page: 16 runs, 2 seeds a cell.',
+      );
+      expect(await page.locator('#map-cells tbody tr').count()).toBe(8);
+      expect(await page.textContent('#map-command')).toBe(
+        'stormproof map --policy budget --server both --trigger capacity-loss --loads 0.3,0.9 --triggers 2,10 --seeds 2 --horizon 30 --json',
+      );
+      mkdirSync(join(root, 'reports'), { recursive: true });
+      await page.screenshot({ path: join(root, 'reports/page-map.png'), fullPage: true });
+    },
+    WAIT * 2,
+  );
+
+  it(
+    'the map: moving each control changes its heatmaps, its figures and the URL',
+    async () => {
+      page = await open(SMALL_MAP);
+      await report('map');
+      for (const id of ['seeds', 'horizon']) {
+        await reportChanges('map', () => page.press(`#map-${id}-slider`, 'ArrowRight'), id);
+        expect(new URL(page.url()).hash, id).toContain(
+          `&${id}=${await page.inputValue(`#map-${id}`)}`,
+        );
+      }
+      await reportChanges('map', () => page.fill('#map-loads', '0.2,0.5,0.9'), 'loads');
+      expect(new URL(page.url()).hash).toContain('&loads=0.2%2C0.5%2C0.9&');
+      await reportChanges('map', () => page.fill('#map-triggers', '1,20'), 'triggers');
+      for (const [id, value] of [
+        ['map-policy', 'naive'],
+        ['map-trigger', 'load-spike'],
+        ['map-server', 'off'],
+      ] as const) {
+        await reportChanges('map', async () => void (await page.selectOption(`#${id}`, value)), id);
+        expect(new URL(page.url()).hash, id).toContain(`${id.slice(4)}=${value}`);
+      }
+      const shown = await report('map');
+      expect(shown.squares).toEqual(await expectedSquares(page.url()));
+      // A wrong list is marked and said.
+      await page.fill('#map-loads', '0.5,0.5');
+      await page.waitForSelector('#map[data-state="invalid"]', { timeout: WAIT });
+      expect(await page.getAttribute('#map-loads', 'aria-invalid')).toBe('true');
+      expect(await page.textContent('#map-loads-error')).toBe(
+        'Offered loads (shares of capacity, comma-separated) must be comma-separated numbers from 0.01 to 10, none repeated, got "0.5,0.5".',
+      );
+    },
+    WAIT * 6,
+  );
+
+  it(
+    'the map: its progress shows, Stop ends it, and Compute runs it again',
+    async () => {
+      // The default grid at 20 seeds a cell: 1,440 runs, far longer than it takes to press Stop.
+      page = await open('#view=map&seeds=20');
+      await page.waitForFunction(
+        () => (document.getElementById('map-progress') as HTMLProgressElement).value > 0,
+        null,
+        { timeout: WAIT },
+      );
+      expect(await page.getAttribute('#map', 'data-state')).toBe('computing');
+      await page.click('#map-stop');
+      expect(await page.getAttribute('#map', 'data-state')).toBe('stopped');
+      expect(await page.textContent('#map-status')).toMatch(/^Stopped at \d+%\./);
+      expect(await page.getAttribute('#map-stop', 'aria-disabled')).toBe('true');
+      expect(await page.locator('#map-report svg').count()).toBe(0);
+      await page.fill('#map-seeds', '1');
+      await page.click('#map-run');
+      const shown = await report('map');
+      expect(shown.squares).toEqual(await expectedSquares(page.url()));
+    },
+    WAIT * 3,
+  );
+
+  it(
+    'the map: draws a full map from a stormproof map --json file, and says why another file is not one',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'stormproof-page-file-'));
+      try {
+        // Every policy, both server settings and both kinds: 24 heatmaps of 2 by 2 squares.
+        const ran = await runCli([
+          'map',
+          '--loads',
+          '0.3,0.9',
+          '--triggers',
+          '2,10',
+          '--seeds',
+          '1',
+          '--horizon',
+          '20',
+          '--json',
+          '--out',
+          join(dir, 'map.html'),
+          '--progress',
+          'never',
+        ]);
+        expect(ran.code, ran.stderr).toBe(0);
+        page = await open(SMALL_MAP);
+        const computed = await report('map');
+        await page.setInputFiles('#map-file', {
+          name: 'full-map.json',
+          mimeType: 'application/json',
+          buffer: Buffer.from(ran.stdout),
+        });
+        await page.waitForFunction(
+          () => document.getElementById('map-source')!.textContent!.startsWith('From the file'),
+          null,
+          { timeout: WAIT },
+        );
+        const drawn = await report('map');
+        expect(await page.locator('#map-report svg.heatmap').count()).toBe(24);
+        const cells = (JSON.parse(ran.stdout) as { cells: { class: string }[] }).cells;
+        expect(drawn.squares.sort()).toEqual(cells.map((c) => c.class).sort());
+        expect(await page.textContent('#map-source')).toBe(
+          'From the file full-map.json: 6 policies, 96 runs, 1 seeds a cell. A file is not in the link: the link brings back the map the controls compute.',
+        );
+        expect(await page.locator('#map-cells tbody tr').count()).toBe(96);
+        // The URL still holds the controls' map.
+        expect(new URL(page.url()).hash).toBe(SMALL_MAP);
+        // A file that is not a map: said, and the map on show stays.
+        await page.setInputFiles('#map-file', {
+          name: 'notes.json',
+          mimeType: 'application/json',
+          buffer: Buffer.from('{"scenario": "weather-api"}'),
+        });
+        await page.waitForSelector('#map[data-state="error"]', { timeout: WAIT });
+        expect(await page.getAttribute('#map-file', 'aria-invalid')).toBe('true');
+        expect(await page.textContent('#map-file-error')).toBe(
+          "Cannot draw notes.json: this is a scenario's file (stormproof map --scenario weather-api), not a map; the page draws the sweep's map",
+        );
+        expect(await page.locator('#map-report svg.heatmap').count()).toBe(24);
+        // Compute goes back to the controls' map.
+        await page.click('#map-run');
+        await page.waitForFunction(
+          () => document.getElementById('map-source')!.textContent!.startsWith('Computed'),
+          null,
+          { timeout: WAIT },
+        );
+        expect((await report('map')).squares).toEqual(computed.squares);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    WAIT * 3,
+  );
+
+  it(
+    'a link brings back the same storm and the same map',
+    async () => {
+      page = await open(SHORT_STORM);
+      await report('storm');
+      await page.selectOption('#storm-policy', 'stormproof');
+      await page.press('#storm-breaker', ' ');
+      await page.fill('#storm-seed', '6');
+      await page.waitForFunction(() => location.hash.includes('seed=6'), null, { timeout: WAIT });
+      const storm = await report('storm');
+      const values = (on: Page) =>
+        on.$$eval('#storm input, #storm select, #map input, #map select', (els) =>
+          els.map((e) => [
+            e.id,
+            (e as HTMLInputElement).type === 'checkbox'
+              ? String((e as HTMLInputElement).checked)
+              : (e as HTMLInputElement).value,
+          ]),
+        );
+      const stormValues = await values(page);
+      const link = page.url();
+      const again = await open(new URL(link).hash);
+      expect(await report('storm', again)).toEqual(storm);
+      expect(await values(again)).toEqual(stormValues);
+      expect(again.url()).toBe(link);
+
+      await page.click('#show-map');
+      await page.fill('#map-loads', '0.4,0.8');
+      await page.fill('#map-triggers', '3,6');
+      await page.selectOption('#map-server', 'on');
+      await page.fill('#map-seeds', '1');
+      await page.waitForFunction(() => location.hash.includes('seeds=1'), null, { timeout: WAIT });
+      const map = await report('map');
+      const mapLink = page.url();
+      expect(mapLink).toContain(
+        '#view=map&policy=naive&server=on&trigger=capacity-loss&loads=0.4%2C0.8&triggers=3%2C6&seeds=1&horizon=60',
+      );
+      const third = await open(new URL(mapLink).hash);
+      expect(await report('map', third)).toEqual(map);
+      expect(await third.isVisible('#storm')).toBe(false);
+    },
+    WAIT * 4,
+  );
+
+  it(
+    'the keyboard alone reaches every control of the storm and the map, and each has a name',
+    async () => {
+      const reached = async () => {
+        const ids = new Set<string>();
+        for (let i = 0; i < 60; i++) {
+          await page.keyboard.press('Tab');
+          const id = await page.evaluate(() => document.activeElement?.id ?? '');
+          if (id !== '') ids.add(id);
+        }
+        return ids;
+      };
+      const visibleControls = () =>
+        page.$$eval('button, input, select, textarea', (els) =>
+          els.filter((e) => (e as HTMLElement).offsetParent !== null).map((e) => e.id),
+        );
+      await page.focus('#show-storm');
+      await page.keyboard.press('Enter');
+      const storm = await visibleControls();
+      // Views, 2 choices, 2 checkboxes, 4 sliders and fields, the seed, Stop and Compute.
+      expect(storm.length).toBe(4 + 2 + 2 + 4 * 2 + 1 + 2);
+      expect([...(await reached())]).toEqual(expect.arrayContaining(storm));
+      await page.focus('#show-map');
+      await page.keyboard.press('Enter');
+      const map = await visibleControls();
+      // Views, 3 choices, 2 lists, 2 sliders and fields, Stop and Compute, the file.
+      expect(map.length).toBe(4 + 3 + 2 + 2 * 2 + 2 + 1);
+      expect(map).toContain('map-file');
+      expect([...(await reached())]).toEqual(expect.arrayContaining(map));
+      const unnamed = await page.$$eval(
+        '#storm button, #storm input, #storm select, #map button, #map input, #map select',
+        (els) =>
+          els
+            .filter((e) => {
+              const c = e as HTMLInputElement;
+              const label = Array.from(c.labels ?? [], (l) => l.textContent).join('');
+              return (
+                (
+                  label +
+                  (c.getAttribute('aria-label') ?? '') +
+                  (c.tagName === 'BUTTON' ? c.textContent : '')
+                ).trim() === ''
+              );
+            })
+            .map((e) => e.id),
+      );
+      expect(unnamed).toEqual([]);
+      // The progress bars are named too.
+      for (const id of ['storm-progress', 'map-progress']) {
+        const label = await page.getAttribute(`#${id}`, 'aria-labelledby');
+        expect((await page.textContent(`#${label}`))!.trim(), id).not.toBe('');
+      }
+    },
+    WAIT * 3,
   );
 });

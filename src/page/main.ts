@@ -308,6 +308,11 @@ function showSections(into: HTMLElement, sections: readonly PageSection[]): void
 }
 
 function showStorm(view: StormView, ms: number): void {
+  const body = element<HTMLTableElement>('storm-figures').tBodies[0]!;
+  body.replaceChildren();
+  for (const [key, value] of Object.entries(view.figures[view.chosen]!)) {
+    cells(body.insertRow(), [key, typeof value === 'string' ? value : JSON.stringify(value)]);
+  }
   showSections(element('storm-report'), view.sections);
   if (stormParams !== undefined) {
     const args = stormArgs(stormParams).join(' ');
