@@ -763,6 +763,201 @@ const BEYOND_A6: Case[] = [
   },
 ];
 
+/** An A6 hedging policy, as a test states it. */
+interface Hedging {
+  maxAttempts: number;
+  delayMs?: number;
+  nonFatal?: Array<string | number>;
+  throttling?: { maxTokens: number; tokenRatio: number };
+}
+
+/** One server and a client that hedges: by the interceptor, or by grpc-js's own hedgingPolicy. */
+async function hedgingSetup(implementation: Implementation, policy: Hedging) {
+  const s = await server();
+  let how: Parameters<typeof connect>[1];
+  if (implementation === 'grpc-js') {
+    how = {
+      serviceConfig: {
+        methodConfig: [
+          {
+            name: [{ service: SERVICE }],
+            hedgingPolicy: {
+              maxAttempts: policy.maxAttempts,
+              hedgingDelay: `${(policy.delayMs ?? 0) / 1000}s`,
+              nonFatalStatusCodes: policy.nonFatal ?? [],
+            },
+          },
+        ],
+        ...(policy.throttling ? { retryThrottling: policy.throttling } : {}),
+      },
+    };
+  } else {
+    how = {
+      interceptor: createRetryInterceptor({
+        hedging: {
+          maxAttempts: policy.maxAttempts,
+          hedgingDelayMs: policy.delayMs ?? 0,
+          nonFatalStatusCodes: policy.nonFatal ?? [],
+        },
+        ...(policy.throttling ? { throttling: policy.throttling } : { budget: false }),
+      }),
+    };
+  }
+  const client = connect(s.address, how);
+  clients.push(client);
+  return { s, client };
+}
+
+const HEDGING: Case[] = [
+  {
+    id: 'hedge-after-delay',
+    rule: 'a second attempt goes out hedgingDelay after the first; the first answer wins',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, { maxAttempts: 3, delayMs: 100 });
+      // A first call opens the connection, so the timed one starts on a ready channel.
+      expect((await call(client, 'Unary')).code).toBe(OK);
+      s.script({ delayMs: 1000 }, {});
+      const before = s.seen.length;
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(OK);
+      expect(out.ms).toBeLessThan(100 + 2 * SLACK_MS + 100);
+      await sleep(150);
+      // Committed before the third was due: two attempts, numbered as A6 says.
+      const attempts = s.seen.slice(before);
+      expect(attempts.map((a) => a.previous)).toEqual([undefined, '1']);
+      expect(attempts[1]!.at - attempts[0]!.at).toBeGreaterThanOrEqual(100 - 5);
+    },
+  },
+  {
+    id: 'hedge-non-fatal-sends-next-at-once',
+    rule: 'a non-fatal status sends the next attempt at once, not after hedgingDelay',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 2,
+        delayMs: 2000,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ code: UNAVAILABLE }, {});
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(OK);
+      expect(s.seen).toHaveLength(2);
+      expect(out.ms).toBeLessThan(2000 - SLACK_MS);
+    },
+  },
+  {
+    id: 'hedge-fatal-ends-the-call',
+    rule: 'a status outside nonFatalStatusCodes ends the call at once, the others cancelled',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 3,
+        delayMs: 50,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ delayMs: 1000 }, { code: INVALID_ARGUMENT });
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(INVALID_ARGUMENT);
+      expect(out.ms).toBeLessThan(1000 - SLACK_MS);
+      await sleep(150);
+      expect(s.seen).toHaveLength(2);
+    },
+  },
+  {
+    id: 'hedge-no-retry-after-all-fail',
+    rule: 'once every attempt has failed with a non-fatal status, the call fails: no retry',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 3,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.always({ code: UNAVAILABLE });
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(UNAVAILABLE);
+      await sleep(100);
+      expect(s.seen).toHaveLength(3);
+    },
+  },
+  {
+    id: 'hedge-max-attempts-capped-at-5',
+    rule: 'hedgingPolicy maxAttempts above 5 is treated as 5',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, { maxAttempts: 7, delayMs: 10 });
+      s.always({ delayMs: 400 });
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(OK);
+      expect(s.seen).toHaveLength(5);
+    },
+  },
+  {
+    id: 'hedge-pushback-stops',
+    rule: "a don't-retry pushback stops hedging; the attempts already out still count",
+    grpcJs:
+      "ends the call with the pushed-back attempt's UNAVAILABLE, cancelling the one still out",
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 4,
+        delayMs: 50,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ delayMs: 400 }, { code: UNAVAILABLE, pushback: '-1' });
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(OK);
+      expect(s.seen).toHaveLength(2);
+    },
+  },
+  {
+    id: 'hedge-pushback-delays',
+    rule: 'a pushback of n ms sends the next attempt n ms later, not at once',
+    grpcJs: 'ignores the pushback: sends the next attempt hedgingDelay after the one before',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 3,
+        delayMs: 50,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ delayMs: 1500 }, { code: UNAVAILABLE, pushback: '300' }, {});
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(OK);
+      expect(s.seen).toHaveLength(3);
+      expect(s.gaps()[1]).toBeGreaterThanOrEqual(300 - 5);
+      expect(s.gaps()[1]).toBeLessThan(300 + SLACK_MS);
+    },
+  },
+  {
+    id: 'hedge-throttled',
+    rule: 'throttling: the first attempt always goes, hedges only while tokens > maxTokens / 2',
+    grpcJs: 'sends the fourth call its hedge although six failures left 4 tokens of 10',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 2,
+        nonFatal: ['UNAVAILABLE'],
+        throttling: { maxTokens: 10, tokenRatio: 0.1 },
+      });
+      s.always({ code: UNAVAILABLE });
+      // hedgingDelay 0: both attempts go at once while tokens > 5. Each failed attempt takes a
+      // token: 10 -> 8 -> 6 -> 4; then the fourth call sends its first attempt only.
+      for (let i = 0; i < 3; i++) await call(client, 'Unary');
+      expect(s.seen).toHaveLength(6);
+      const out = await call(client, 'Unary');
+      expect(out.code).toBe(UNAVAILABLE);
+      await sleep(50);
+      expect(s.seen).toHaveLength(7);
+    },
+  },
+  {
+    id: 'hedge-deadline-covers-all',
+    rule: 'the call deadline covers every attempt',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, { maxAttempts: 5, delayMs: 60 });
+      s.always({ delayMs: 2000 });
+      const out = await call(client, 'Unary', { deadlineMs: 200 });
+      expect(out.code).toBe(4); // DEADLINE_EXCEEDED
+      expect(out.ms).toBeLessThan(200 + SLACK_MS);
+      expect(s.seen.length).toBeGreaterThanOrEqual(3);
+      expect(s.seen.length).toBeLessThanOrEqual(4);
+    },
+  },
+];
+
 function suite(title: string, cases: Case[]): void {
   describe(title, () => {
     for (const c of cases) {
@@ -777,6 +972,7 @@ function suite(title: string, cases: Case[]): void {
 
 suite('gRFC A6 conformance', A6);
 suite('beyond A6', BEYOND_A6);
+suite('gRFC A6 hedging', HEDGING);
 
 it('has at least 30 A6 cases', () => {
   expect(A6.length).toBeGreaterThanOrEqual(30);

@@ -320,9 +320,49 @@ describe('createRetryInterceptor options', () => {
     [{ deadlineMs: 0 }, RangeError, /deadlineMs/],
     [{ jitter: 'gaussian' }, TypeError, /jitter/],
     [{ retryableCodes: ['UNAVAILABLE'] }, TypeError, /has no option "retryableCodes"/],
+    [{ hedging: null }, TypeError, /hedging must not be null/],
+    [{ hedging: 3 }, TypeError, /hedging options must be an object/],
+    [{ hedging: { maxAttempts: 1 } }, RangeError, /hedging\.maxAttempts must be >= 2/],
+    [{ hedging: { maxAttempts: null } }, TypeError, /hedging maxAttempts must not be null/],
+    [{ hedging: { hedgingDelayMs: -1 } }, RangeError, /hedging\.hedgingDelayMs/],
+    [{ hedging: { nonFatalStatusCodes: ['OK'] } }, RangeError, /nonFatalStatusCodes\[0\]/],
+    [{ hedging: { delay: 5 } }, TypeError, /hedging has no option "delay"/],
+    [{ hedging: {}, maxAttempts: 3 }, TypeError, /hedging or maxAttempts, not both/],
+    [{ hedging: {}, retryableStatusCodes: ['UNAVAILABLE'] }, TypeError, /not both/],
+    [{ hedging: {}, onRetry: () => {} }, TypeError, /hedging or onRetry/],
+    [{ hedging: {}, throttling: {}, budget: false }, TypeError, /throttling or budget/],
   ])('refuses %j at creation', (options, type, message) => {
     expect(() => createRetryInterceptor(options as never)).toThrow(type);
     expect(() => createRetryInterceptor(options as never)).toThrow(message);
+  });
+
+  it('writes A6 hedgingPolicy in toServiceConfig, checked as the interceptor checks it', () => {
+    expect(
+      toServiceConfig({
+        service: 's.S',
+        hedging: { maxAttempts: 3, hedgingDelayMs: 20, nonFatalStatusCodes: ['unavailable', 10] },
+        throttling: { maxTokens: 10, tokenRatio: 0.1 },
+      }),
+    ).toEqual({
+      methodConfig: [
+        {
+          name: [{ service: 's.S' }],
+          hedgingPolicy: {
+            maxAttempts: 3,
+            hedgingDelay: '0.02s',
+            nonFatalStatusCodes: ['UNAVAILABLE', 'ABORTED'],
+          },
+        },
+      ],
+      retryThrottling: { maxTokens: 10, tokenRatio: 0.1 },
+    });
+    expect(toServiceConfig({ service: 's.S', hedging: {} }).methodConfig[0]!.hedgingPolicy).toEqual(
+      { maxAttempts: 2, hedgingDelay: '0s', nonFatalStatusCodes: [] },
+    );
+    expect(() => toServiceConfig({ service: 's.S', hedging: {}, maxAttempts: 3 } as never)).toThrow(
+      /hedging or maxAttempts, not both/,
+    );
+    expect(() => toServiceConfig({ service: 's.S', hedging: null } as never)).toThrow(/hedging/);
   });
 
   it('caps maxAttempts at 5 with a warning', async () => {

@@ -25,6 +25,7 @@
 export type { RetryReport } from '../core/options.js';
 export { getRetryReport } from '../core/report.js';
 export { type AdmissionInterceptor, createAdmissionInterceptor } from './admission.js';
+export type { HedgingPolicyOptions } from './hedging.js';
 export {
   createRetryInterceptor,
   PREVIOUS_ATTEMPTS_HEADER,
@@ -41,6 +42,7 @@ export {
   STATUS_DETAILS_TRAILER,
 } from './pushback.js';
 export {
+  type HedgingServiceConfig,
   type RetryServiceConfig,
   type ServiceConfigOptions,
   toDuration,

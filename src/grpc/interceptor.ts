@@ -15,7 +15,7 @@ import type { Budget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import { TokenBucket, type TokenBucketOptions } from '../core/budgets/token-bucket.js';
 import type { Verdict } from '../core/classify.js';
-import type { Clock, RandomSource } from '../core/clock.js';
+import { type Clock, type RandomSource, systemClock } from '../core/clock.js';
 import type {
   AttemptContext,
   CallOptions,
@@ -27,6 +27,12 @@ import { addReportFinder, getRetryReport, type ReportFinder } from '../core/repo
 import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
 import { OriginBudgets } from '../fetch/budgets.js';
+import {
+  checkHedging,
+  HedgingCall,
+  type HedgingPolicyOptions,
+  type ResolvedHedging,
+} from './hedging.js';
 import { capMaxAttempts } from './limits.js';
 import {
   MAX_PUSHBACK_MS,
@@ -154,6 +160,23 @@ export interface RetryInterceptorOptions extends RetryHooks {
    */
   throttling?: ThrottlingOptions | undefined;
   /**
+   * gRFC A6's `hedgingPolicy` instead of its retry policy (A6: a method has one or the other):
+   * each call with one request message (unary, server-streaming) is sent up to
+   * `hedging.maxAttempts` times, `hedgingDelayMs` apart, the first attempt to answer wins and
+   * the others are cancelled; a `nonFatalStatusCodes` failure sends the next attempt at once,
+   * any other ends the call; pushback delays or stops the next attempt; every attempt after the
+   * first is paid from `throttling` (or `budget`) as a retry would be; no retry once every
+   * attempt has failed. Not with the retry options (`maxAttempts`, `baseDelayMs`, `maxDelayMs`,
+   * `jitter`, `retryableStatusCodes`, `throttledDelayMultiplier`) nor the hooks. Streaming
+   * requests are sent once.
+   * @default undefined (the retry policy applies)
+   * @example
+   * ```ts
+   * createRetryInterceptor({ hedging: { maxAttempts: 2, hedgingDelayMs: 20, nonFatalStatusCodes: ['UNAVAILABLE'] }, throttling: { maxTokens: 10, tokenRatio: 0.1 } })
+   * ```
+   */
+  hedging?: HedgingPolicyOptions | undefined;
+  /**
    * Any stormproof budget instead of A6 throttling, or `false` for none. A budget given here is
    * shared as given, by the calls to every target; the default is one per channel target.
    * @default a new RetryBudget() per channel target (when `throttling` is not given)
@@ -213,6 +236,7 @@ const KEYS = [
   'retryableStatusCodes',
   'throttledDelayMultiplier',
   'throttling',
+  'hedging',
   'budget',
   'maxTargets',
   'maxBufferBytes',
@@ -252,7 +276,29 @@ interface Settings {
   readonly deadlineMs: number | undefined;
   /** The policy of the calls to a channel target: that target's throttle, or the shared budget. */
   readonly policyOf: (target: string) => RetryPolicy;
+  /** Set when the interceptor hedges instead of retrying. */
+  readonly hedging:
+    | {
+        readonly policy: ResolvedHedging;
+        readonly clock: Clock;
+        /** The budget of a channel target: its A6 throttle, its RetryBudget, or the shared one. */
+        readonly budgetOf: (target: string) => Budget | undefined;
+      }
+    | undefined;
 }
+
+/** The options a hedging interceptor refuses: they belong to A6's retry policy. */
+const RETRY_ONLY_KEYS = [
+  'maxAttempts',
+  'baseDelayMs',
+  'maxDelayMs',
+  'jitter',
+  'retryableStatusCodes',
+  'throttledDelayMultiplier',
+  'onRetry',
+  'onGiveUp',
+  'onSuccess',
+] as const;
 
 /** One attempt, or the call as grpc-js sees it. */
 type InterceptingCallInterface = ReturnType<NextCall>;
@@ -331,6 +377,7 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   const o = checkOptionsObject(owner, options) as RetryInterceptorOptions;
   checkKnownKeys(owner, o, KEYS);
   refuseNulls(owner, o as Record<string, unknown>);
+  if (o.hedging !== undefined) return settleHedging(owner, o);
   const maxAttempts = capMaxAttempts(
     owner,
     checkNumber(owner, 'maxAttempts', o.maxAttempts ?? 4, { min: 1, integer: true }),
@@ -383,7 +430,7 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   if (o.budget !== undefined) {
     // The user's budget (or none): one policy, made now, so every option is checked here.
     const shared = make(o.budget, undefined);
-    return { maxBufferBytes, deadlineMs, policyOf: () => shared };
+    return { maxBufferBytes, deadlineMs, policyOf: () => shared, hedging: undefined };
   }
   // gRFC A6 keeps one bucket per server name: one per channel target, bounded as createFetch
   // bounds its budgets per origin. Checked now with a policy that is never used.
@@ -393,7 +440,61 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
     const bucket = new TokenBucket(throttling);
     return make(bucket, bucket);
   });
-  return { maxBufferBytes, deadlineMs, policyOf: (target) => targets.get(target) };
+  return {
+    maxBufferBytes,
+    deadlineMs,
+    policyOf: (target) => targets.get(target),
+    hedging: undefined,
+  };
+}
+
+/** The settings of an interceptor that hedges (gRFC A6's hedgingPolicy). */
+function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
+  for (const key of RETRY_ONLY_KEYS) {
+    if (o[key] !== undefined) {
+      throw new TypeError(
+        `stormproof: ${owner} takes hedging or ${key}, not both (gRFC A6: a method has a retry policy or a hedging policy)`,
+      );
+    }
+  }
+  const policy = checkHedging(owner, o.hedging);
+  if (o.throttling !== undefined && o.budget !== undefined) {
+    throw new TypeError(`stormproof: ${owner} takes throttling or budget, not both`);
+  }
+  const throttling = o.throttling === undefined ? undefined : checkThrottling(owner, o.throttling);
+  const deadlineMs =
+    o.deadlineMs === undefined
+      ? undefined
+      : checkNumber(owner, 'deadlineMs', o.deadlineMs, { min: 0, minExclusive: true });
+  const maxTargets = checkNumber(owner, 'maxTargets', o.maxTargets ?? DEFAULT_MAX_TARGETS, {
+    min: 1,
+    integer: true,
+  });
+  if (o.maxBufferBytes !== undefined) {
+    checkNumber(owner, 'maxBufferBytes', o.maxBufferBytes, { min: 0, integer: true });
+  }
+  // Checked as the retry policy checks them, by a policy that is never used.
+  createRetryPolicy({ clock: o.clock, random: o.random, budget: o.budget ?? false });
+  const clock = o.clock ?? systemClock;
+  let budgetOf: (target: string) => Budget | undefined;
+  if (o.budget !== undefined) {
+    const shared = o.budget === false ? undefined : o.budget;
+    budgetOf = () => shared;
+  } else {
+    // One throttle (or RetryBudget) per channel target, as for retries.
+    const targets = new OriginBudgets<Budget>(maxTargets, () =>
+      throttling === undefined ? new RetryBudget() : new TokenBucket(throttling),
+    );
+    budgetOf = (target) => targets.get(target);
+  }
+  return {
+    maxBufferBytes: o.maxBufferBytes ?? DEFAULT_BUFFER_BYTES,
+    deadlineMs,
+    policyOf: () => {
+      throw new Error('stormproof: a hedging interceptor has no retry policy');
+    },
+    hedging: { policy, clock, budgetOf },
+  };
 }
 
 /** A request message on its way: kept for resending until the call is committed. */
@@ -706,6 +807,15 @@ export function createRetryInterceptor(options?: RetryInterceptorOptions): Inter
     let effective = callOptions;
     if (settings.deadlineMs !== undefined && callOptions.deadline === undefined) {
       effective = { ...callOptions, deadline: Date.now() + settings.deadlineMs };
+    }
+    const hedging = settings.hedging;
+    if (hedging !== undefined) {
+      // A6 hedges streaming requests too, from a buffer; here they are sent once.
+      if (effective.method_definition.requestStream)
+        return new InterceptingCall(nextCall(effective));
+      return new InterceptingCall(
+        new HedgingCall(hedging.policy, hedging.clock, hedging.budgetOf, effective, nextCall),
+      );
     }
     return new InterceptingCall(new RetryingCall(settings, effective, nextCall));
   };

@@ -1,5 +1,5 @@
-// gRFC A6's retry policy as grpc-js reads it: the same options as the interceptor, turned into a
-// service config object for the channel option `grpc.service_config`, checked as A6 checks it.
+// gRFC A6's retry or hedging policy as grpc-js reads it: the same options as the interceptor,
+// turned into a service config object for the channel option `grpc.service_config`, checked as A6 checks it.
 import { truncatedThousandths } from '../core/budgets/token-bucket.js';
 import {
   checkKnownKeys,
@@ -8,6 +8,7 @@ import {
   refuseNulls,
   show,
 } from '../core/validate.js';
+import { checkHedging, type HedgingPolicyOptions } from './hedging.js';
 import { capMaxAttempts } from './limits.js';
 import { resolveStatusCodes, type StatusCodeLike, statusName } from './status-codes.js';
 
@@ -86,6 +87,17 @@ export interface ServiceConfigOptions {
    * ```
    */
   throttling?: { maxTokens: number; tokenRatio: number } | undefined;
+  /**
+   * A6's `hedgingPolicy` instead of its `retryPolicy` (a method has one or the other): not with
+   * `maxAttempts`, `baseDelayMs`, `maxDelayMs`, `backoffMultiplier` or `retryableStatusCodes`.
+   * `throttling` applies to hedges as to retries.
+   * @default undefined (a retryPolicy)
+   * @example
+   * ```ts
+   * { service: 'weather.v1.Forecasts', hedging: { maxAttempts: 2, hedgingDelayMs: 20 } }
+   * ```
+   */
+  hedging?: HedgingPolicyOptions | undefined;
 }
 
 /** The part of a gRPC service config that `toServiceConfig` writes (JSON form). */
@@ -103,6 +115,19 @@ export interface RetryServiceConfig {
   retryThrottling?: { maxTokens: number; tokenRatio: number };
 }
 
+/** The service config `toServiceConfig` writes for `hedging` (JSON form): A6's hedgingPolicy. */
+export interface HedgingServiceConfig {
+  methodConfig: Array<{
+    name: Array<{ service: string; method?: string }>;
+    hedgingPolicy: {
+      maxAttempts: number;
+      hedgingDelay: string;
+      nonFatalStatusCodes: string[];
+    };
+  }>;
+  retryThrottling?: { maxTokens: number; tokenRatio: number };
+}
+
 const OWNER = 'toServiceConfig';
 const KEYS = [
   'service',
@@ -113,6 +138,16 @@ const KEYS = [
   'backoffMultiplier',
   'retryableStatusCodes',
   'throttling',
+  'hedging',
+] as const;
+
+/** The options of A6's retryPolicy, which a hedgingPolicy does not take. */
+const RETRY_ONLY_KEYS = [
+  'maxAttempts',
+  'baseDelayMs',
+  'maxDelayMs',
+  'backoffMultiplier',
+  'retryableStatusCodes',
 ] as const;
 
 /** Milliseconds as a proto3 Duration string in seconds: 200 -> "0.2s", 1500 -> "1.5s". */
@@ -133,8 +168,8 @@ function checkName(name: string, value: unknown, required: boolean): string | un
 }
 
 /**
- * Makes a gRPC service config that gives grpc-js's built-in retries a gRFC A6 retry policy (and
- * optionally `retryThrottling`), validated as A6 says. Pass it, as JSON, in the channel option
+ * Makes a gRPC service config that gives grpc-js's built-in retries a gRFC A6 retry policy, or
+ * with `hedging` a hedging policy (and optionally `retryThrottling`), validated as A6 says. Pass it, as JSON, in the channel option
  * `grpc.service_config`. A bad value throws a TypeError or RangeError naming the field.
  *
  * grpc-js then retries by itself, with the differences from A6 listed in docs/grpc.md; the
@@ -149,12 +184,45 @@ function checkName(name: string, value: unknown, required: boolean): string | un
  * });
  * ```
  */
-export function toServiceConfig(options: ServiceConfigOptions): RetryServiceConfig {
+export function toServiceConfig(
+  options: ServiceConfigOptions & { hedging: HedgingPolicyOptions },
+): HedgingServiceConfig;
+export function toServiceConfig(
+  options: ServiceConfigOptions & { hedging?: undefined },
+): RetryServiceConfig;
+export function toServiceConfig(
+  options: ServiceConfigOptions,
+): RetryServiceConfig | HedgingServiceConfig {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KEYS);
   refuseNulls(OWNER, o);
   const service = checkName('service', o.service, true)!;
   const method = checkName('method', o.method, false);
+  const name = [method === undefined ? { service } : { service, method }];
+  if (o.hedging !== undefined) {
+    for (const key of RETRY_ONLY_KEYS) {
+      if (o[key] !== undefined) {
+        throw new TypeError(
+          `stormproof: ${OWNER} takes hedging or ${key}, not both (gRFC A6: a method has a retry policy or a hedging policy)`,
+        );
+      }
+    }
+    const hedging = checkHedging(OWNER, o.hedging);
+    const config: HedgingServiceConfig = {
+      methodConfig: [
+        {
+          name,
+          hedgingPolicy: {
+            maxAttempts: hedging.maxAttempts,
+            hedgingDelay: toDuration(hedging.delayMs),
+            nonFatalStatusCodes: [...hedging.nonFatal].map((code) => statusName(code)!),
+          },
+        },
+      ],
+    };
+    addThrottling(config, o.throttling);
+    return config;
+  }
   const maxAttempts = capMaxAttempts(
     OWNER,
     checkNumber(OWNER, 'maxAttempts', o.maxAttempts ?? 4, { min: 2, integer: true }),
@@ -188,7 +256,7 @@ export function toServiceConfig(options: ServiceConfigOptions): RetryServiceConf
   const config: RetryServiceConfig = {
     methodConfig: [
       {
-        name: [method === undefined ? { service } : { service, method }],
+        name,
         retryPolicy: {
           maxAttempts,
           initialBackoff: toDuration(baseDelayMs),
@@ -199,8 +267,17 @@ export function toServiceConfig(options: ServiceConfigOptions): RetryServiceConf
       },
     ],
   };
-  if (o.throttling !== undefined) {
-    const t = checkOptionsObject(`${OWNER} throttling`, o.throttling);
+  addThrottling(config, o.throttling);
+  return config;
+}
+
+/** A6's `retryThrottling`, checked, when `throttling` is given. */
+function addThrottling(
+  config: RetryServiceConfig | HedgingServiceConfig,
+  throttling: unknown,
+): void {
+  if (throttling !== undefined) {
+    const t = checkOptionsObject(`${OWNER} throttling`, throttling);
     checkKnownKeys(`${OWNER} throttling`, t, ['maxTokens', 'tokenRatio']);
     refuseNulls(`${OWNER} throttling`, t);
     const maxTokens = checkNumber(OWNER, 'throttling.maxTokens', t.maxTokens, {
@@ -212,5 +289,4 @@ export function toServiceConfig(options: ServiceConfigOptions): RetryServiceConf
     const tokenRatio = checkNumber(OWNER, 'throttling.tokenRatio', t.tokenRatio, { min: 0.001 });
     config.retryThrottling = { maxTokens, tokenRatio: truncatedThousandths(tokenRatio) / 1000 };
   }
-  return config;
 }

@@ -44,16 +44,22 @@ export function statusName(code: number): StatusName | undefined {
 }
 
 /**
- * Checks a `retryableStatusCodes` list: non-empty (gRFC A6), each entry a code in [0, 16] or a
- * name in any case, OK excluded (a success is never retried). Returns the codes, deduplicated.
+ * Checks a `retryableStatusCodes` list (or, named `name`, A6's `nonFatalStatusCodes`, which may
+ * be empty): non-empty (gRFC A6), each entry a code in [0, 16] or a name in any case, OK
+ * excluded (a success is never retried). Returns the codes, deduplicated.
  */
-export function resolveStatusCodes(owner: string, value: unknown): ReadonlySet<number> {
+export function resolveStatusCodes(
+  owner: string,
+  value: unknown,
+  name = 'retryableStatusCodes',
+  allowEmpty = false,
+): ReadonlySet<number> {
   if (!Array.isArray(value)) {
     throw new TypeError(
-      `stormproof: ${owner} retryableStatusCodes must be an array of status codes or names, got ${show(value)}`,
+      `stormproof: ${owner} ${name} must be an array of status codes or names, got ${show(value)}`,
     );
   }
-  if (value.length === 0) {
+  if (value.length === 0 && !allowEmpty) {
     throw new RangeError(
       `stormproof: ${owner} retryableStatusCodes must not be empty (gRFC A6); to never retry, set maxAttempts: 1`,
     );
@@ -70,12 +76,12 @@ export function resolveStatusCodes(owner: string, value: unknown): ReadonlySet<n
           : undefined;
     if (code === undefined || code < 0) {
       throw new RangeError(
-        `stormproof: ${owner} retryableStatusCodes[${index}] must be a gRPC status code (0 to 16) or its name, got ${show(entry)}`,
+        `stormproof: ${owner} ${name}[${index}] must be a gRPC status code (0 to 16) or its name, got ${show(entry)}`,
       );
     }
     if (code === CODE.OK) {
       throw new RangeError(
-        `stormproof: ${owner} retryableStatusCodes[${index}] must not be OK: a success is never retried`,
+        `stormproof: ${owner} ${name}[${index}] must not be OK: a success is never retried`,
       );
     }
     codes.add(code);
