@@ -2,9 +2,13 @@
 // about as much as a bare await, more than the rest of a successful call's bookkeeping, so calls
 // that start close together share one: the first call reads the clock and arms a timer of the
 // clock's `coarseMs`; every call that starts before that timer fires counts from that reading.
-// Their deadlines therefore count from up to one window before they started (never after): at
-// most `coarseMs`, plus however long the event loop keeps the timer from firing.
+// A window the event loop held open (its timer fired more than twice `coarseMs` after the
+// reading, or a call failed that long after it while it was still open) says nothing about when
+// its calls started: they then count from the later reading, so that none loses its deadline to
+// a blocked event loop. A call's clock thus starts at most 2 x `coarseMs` before the call, or
+// after it, by at most as long as the event loop kept the window's timer from firing.
 import { type Clock, systemClock } from './clock.js';
+import { restartFrom } from './deadlines.js';
 
 type PlatformTimer = ReturnType<typeof setTimeout> & {
   unref?: () => unknown;
@@ -18,8 +22,15 @@ class SharedReading {
   private fresh = false;
   /** The system clock's timer: one, unreferenced, re-armed by `refresh` where the platform has it. */
   private platformTimer: PlatformTimer | undefined;
+  /** The reading that the last window held open restarted its calls at. */
+  private restartedAt = Number.NaN;
   private readonly stale = () => {
     this.fresh = false;
+    const now = this.clock.now();
+    if (now - this.at > 2 * this.windowMs) {
+      restartFrom(this.clock, this.at, now);
+      this.restartedAt = now;
+    }
   };
 
   constructor(
@@ -30,9 +41,26 @@ class SharedReading {
   read(): number {
     if (this.fresh) return this.at;
     const at = this.clock.now();
+    // Time has not moved since a restart (a virtual clock): no window, or closing it late would
+    // take the restarted calls for its own.
+    if (at === this.restartedAt) return at;
     this.at = at;
     this.arm();
     return at;
+  }
+
+  /**
+   * A call that started at `startedAt` failed at `nowMs`: if its window is still open and has
+   * lasted more than twice `coarseMs`, its calls count from `nowMs` instead, and so do calls that
+   * start from now on. Returns when the failed call's clock starts.
+   */
+  checkOpen(startedAt: number, nowMs: number): number {
+    if (!this.fresh || startedAt !== this.at || nowMs - startedAt <= 2 * this.windowMs) {
+      return startedAt;
+    }
+    restartFrom(this.clock, startedAt, nowMs);
+    this.at = nowMs;
+    return nowMs;
   }
 
   /** Starts a window (a clock without `setTimer` has none: every call reads it). */
@@ -63,6 +91,20 @@ let lastReading: SharedReading | null = null;
  * window, at most that window earlier than now.
  */
 export function callTime(clock: Clock): number {
+  const reading = readingOf(clock);
+  return reading === null ? clock.now() : reading.read();
+}
+
+/**
+ * When the clock of a call that started at `startedAt` (from `callTime`) starts, now that it
+ * failed at `nowMs`: `startedAt`, unless its window has been held open too long.
+ */
+export function checkedStart(clock: Clock, startedAt: number, nowMs: number): number {
+  const reading = readingOf(clock);
+  return reading === null ? startedAt : reading.checkOpen(startedAt, nowMs);
+}
+
+function readingOf(clock: Clock): SharedReading | null {
   let reading: SharedReading | null | undefined;
   if (clock === lastClock) reading = lastReading;
   else {
@@ -75,5 +117,5 @@ export function callTime(clock: Clock): number {
     lastClock = clock;
     lastReading = reading;
   }
-  return reading === null ? clock.now() : reading.read();
+  return reading;
 }

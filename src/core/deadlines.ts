@@ -67,12 +67,14 @@ export class DeadlineList {
     entry.prevDeadline = last;
     last.nextDeadline = entry;
     ring.prevDeadline = entry;
-    if (!this.armed) this.arm(entry.startedAt + this.ms - nowMs);
-    else if (this.platformTimer !== undefined && !this.holdsProcess) {
-      // A pending call must keep the process alive until it settles, as its own timer would.
-      this.platformTimer.ref?.();
-      this.holdsProcess = true;
-    }
+    const timer = this.platformTimer;
+    if (timer !== undefined) {
+      if (!this.holdsProcess) {
+        // A pending call must keep the process alive until it settles, as its own timer would.
+        timer.ref?.();
+        this.holdsProcess = true;
+      }
+    } else if (this.cancelTimer === undefined) this.arm(entry.startedAt + this.ms - nowMs);
   }
 
   /** Removes an entry before it expires (nothing happens if it is not in the list). */
@@ -89,6 +91,15 @@ export class DeadlineList {
     } else if (this.cancelTimer !== undefined) {
       this.cancelTimer();
       this.cancelTimer = undefined;
+    }
+  }
+
+  /** Its newest entries that started at `from` start at `to` (later than every entry). */
+  restartFrom(from: number, to: number): void {
+    const ring = this.ring;
+    for (let entry = ring.prevDeadline!; entry !== ring && entry.startedAt === from; ) {
+      entry.startedAt = to;
+      entry = entry.prevDeadline!;
     }
   }
 
@@ -163,6 +174,16 @@ function releaseSoon(list: DeadlineList): void {
 }
 
 const lists = new WeakMap<Clock, Map<number, DeadlineList>>();
+
+/**
+ * Entries of `clock`'s lists that started at `from` start at `to` instead (later than every
+ * entry): they are the newest of each list, so each list keeps its order.
+ */
+export function restartFrom(clock: Clock, from: number, to: number): void {
+  const byMs = lists.get(clock);
+  if (byMs === undefined) return;
+  for (const list of byMs.values()) list.restartFrom(from, to);
+}
 // The two lists asked for last: a call's deadline list and its attempts' timeout list, looked up
 // again when they end, cost two comparisons instead of two map lookups.
 let recent: DeadlineList | undefined;

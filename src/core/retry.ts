@@ -7,7 +7,7 @@ import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
 import type { BreakerAdmission, BreakerOutcome, CircuitBreaker } from './breaker/breaker.js';
 import { BreakerOpenError } from './breaker/errors.js';
 import type { Budget } from './budgets/budget.js';
-import { callTime } from './call-time.js';
+import { callTime, checkedStart } from './call-time.js';
 import type { Verdict } from './classify.js';
 import { type Deadline, type DeadlineList, deadlineList } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
@@ -138,7 +138,7 @@ class AttemptTimeout<T> implements Deadline {
     private readonly scope: AttemptScope,
     /** The list it waits in, kept so that leaving it needs no lookup. */
     readonly list: DeadlineList,
-    readonly startedAt: number,
+    public startedAt: number,
   ) {}
 
   expire(): void {
@@ -224,7 +224,8 @@ class Call<T> implements Deadline, AbortWatcher {
     call: CallOptions | undefined,
     check: ResultCheck<T> | undefined,
     unrepeatable: UnrepeatableReason | undefined,
-    readonly startedAt: number,
+    /** When its clock started; moved later if it started in a window held open too long. */
+    public startedAt: number,
   ) {
     this.resolve = capturedResolve as (value: T) => void;
     this.reject = capturedReject;
@@ -312,6 +313,8 @@ class Call<T> implements Deadline, AbortWatcher {
     const more = this.extra();
     let state = more.state;
     if (state === undefined) {
+      const clock = this.policy.clock;
+      checkedStart(clock, this.startedAt, clock.now());
       state = startState(this.policy, this.startedAt);
       if (more.unrepeatable !== undefined) state = { ...state, unrepeatable: more.unrepeatable };
       const deadlineMs = this.deadlineMs;
@@ -440,12 +443,14 @@ class Call<T> implements Deadline, AbortWatcher {
   }
 
   private succeed(scope: AttemptScope, value: T): void {
-    this.endAttempt(scope, 'success');
-    this.recordOutcome('success');
+    const more = this.more;
+    if (more !== undefined) {
+      this.endAttempt(scope, 'success');
+      this.recordOutcome('success');
+    }
     this.settle();
     const policy = this.policy;
     policy.budget?.recordSuccess();
-    const more = this.more;
     const call = more?.call;
     if (policy.onSuccess !== undefined || call?.onSuccess !== undefined) {
       const hedges = more?.hedges;
