@@ -27,7 +27,7 @@ import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
 import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
-import { type HedgeOptions, Hedging } from '../core/hedge.js';
+import type { HedgeOptions } from '../core/hedge.js';
 import { channels, type FetchMessage } from '../core/instrument.js';
 import {
   type AttemptContext,
@@ -52,12 +52,23 @@ import {
   checkBreakers,
   checkBudgetFactory,
   checkIdempotencyKey,
-  checkMadeBudget,
   checkRetryMethods,
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
-import { type BudgetFactory, DEFAULT_MAX_ORIGINS, OriginBudgets, originOf } from './budgets.js';
+import {
+  checkHedge,
+  isHedgeable,
+  type OriginPolicies,
+  originPolicies,
+  policyFor,
+} from '../http/hedging.js';
+import {
+  type BudgetFactory,
+  DEFAULT_MAX_ORIGINS,
+  type OriginBudgets,
+  originOf,
+} from './budgets.js';
 import { isLostToKeepAliveRace, watchKeepAliveRace } from './keep-alive-race.js';
 import { isFetchNetworkError } from './network-error.js';
 import { redactUrl } from './redact.js';
@@ -67,7 +78,6 @@ import {
   FETCH_ATTEMPT_TIMEOUT_MS,
   FETCH_DEADLINE_MS,
   HEDGE_HEADER,
-  HEDGED_METHODS,
   IDEMPOTENCY_KEY_HEADER,
   isReplayableBody,
   isRequest,
@@ -392,22 +402,6 @@ interface Settings {
   readonly networkErrors: WeakSet<object>;
 }
 
-/**
- * The policies of one origin. `hedged` (when `hedge` is set) shares `plain`'s budget and adds the
- * origin's own hedging: its delay is learned from that origin's answers only.
- */
-interface OriginPolicies {
-  readonly plain: ResolvedPolicy;
-  readonly hedged: ResolvedPolicy | undefined;
-}
-
-/** The `hedge` option, checked once (a Hedging made and dropped): its options, or undefined. */
-function checkHedge(value: unknown): HedgeOptions | undefined {
-  if (value === undefined || value === false) return undefined;
-  new Hedging(OWNER, value);
-  return Object.freeze({ ...(value as HedgeOptions) });
-}
-
 const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
 
 function checkFetch(value: unknown): FetchFunction | undefined {
@@ -461,7 +455,7 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
     ...rest
   } = o;
   const makeBudget = checkBudgetFactory(budget);
-  const hedgeOptions = checkHedge(hedge);
+  const hedgeOptions = checkHedge(OWNER, hedge);
   const resolved = resolvePolicy(
     OWNER,
     {
@@ -519,26 +513,13 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
     keyed,
     networkErrors,
   };
-  if (makeBudget !== undefined || hedgeOptions !== undefined) {
-    const shared = settings.policy;
-    (settings as { origins: OriginBudgets<OriginPolicies> }).origins = new OriginBudgets(
-      originLimit,
-      (origin) => {
-        const plain =
-          makeBudget === undefined
-            ? shared
-            : Object.freeze({
-                ...shared,
-                budget: checkMadeBudget(OWNER, makeBudget(origin), origin),
-              });
-        const hedged =
-          hedgeOptions === undefined
-            ? undefined
-            : Object.freeze({ ...plain, hedge: new Hedging(OWNER, hedgeOptions) });
-        return { plain, hedged };
-      },
-    );
-  }
+  (settings as { origins: Settings['origins'] }).origins = originPolicies(
+    OWNER,
+    originLimit,
+    settings.policy,
+    makeBudget,
+    hedgeOptions,
+  );
   // Node's fetch shows, through undici's diagnostics channels, which failures are the keep-alive
   // race; elsewhere nothing is recognised and every failure is charged as before.
   watchKeepAliveRace();
@@ -655,10 +636,7 @@ async function send(
   let unrepeatable: UnrepeatableReason | undefined;
   if (!isKeyed && !settings.retryMethods.has(method)) unrepeatable = 'not-idempotent';
   else if (!replayable) unrepeatable = 'body-not-replayable';
-  // Two copies at once are safe for reads and for keyed requests only: two PUTs or DELETEs in
-  // flight together may race (the older one landing last), which one after the other cannot.
-  const hedgeable =
-    settings.hedging && unrepeatable === undefined && (isKeyed || HEDGED_METHODS.has(method));
+  const hedgeable = settings.hedging && isHedgeable(method, isKeyed, unrepeatable);
   // A Request's body is a stream that its first send consumes: each copy sends a clone, and
   // `spare` keeps a copy for the next. Only when there can be a next attempt or a hedge.
   const spare =
@@ -849,13 +827,7 @@ async function send(
   }
 
   try {
-    const origin = settings.origins?.get(originOf(url));
-    const policy =
-      origin === undefined
-        ? settings.policy
-        : hedgeable && origin.hedged !== undefined
-          ? origin.hedged
-          : origin.plain;
+    const policy = policyFor(settings.policy, settings.origins, originOf(url), hedgeable);
     const response = await execute(policy, operation, call, check, unrepeatable);
     // The caller keeps this response: its link now lasts as long as the response does.
     links?.delete(response);
