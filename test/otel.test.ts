@@ -197,7 +197,9 @@ describe('stormproof/otel metrics', () => {
     // Fifty requests sent downstream, every one failed: the throttle starts rejecting locally.
     for (let i = 0; i < 50; i++) {
       const ticket = gateway.admit(() => null);
-      if (ticket.admitted) ticket.finish(503);
+      // With no queue an answer comes at once, and the throttle does not refuse before it has seen enough.
+      if (ticket instanceof Promise || !ticket.admitted) continue;
+      ticket.finish(503);
     }
     const probability = gateway.stats().throttleProbability;
     expect(probability).toBeGreaterThan(0.5);
