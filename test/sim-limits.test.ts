@@ -1,6 +1,7 @@
 // `stormproof sim limits`: the knee limit and the anchors' limiters in front of simulated backends
 // of known concurrency, as users run it, and the sweep under it.
 import { describe, expect, it } from 'vitest';
+import { runLimitCell } from '../src/sim/limits/run.js';
 import { runLimitsSweep } from '../src/sim/limits/sweep.js';
 import { runCli } from './helpers/cli.js';
 
@@ -70,5 +71,78 @@ describe('runLimitsSweep', () => {
   it('repeats exactly for a seed', () => {
     const o = { contender: 'vegas' as const, concurrencies: [4], servicesMs: [20], loads: [2] };
     expect(runLimitsSweep(o)).toEqual(runLimitsSweep(o));
+    const e = { ...o, service: 'exponential' as const };
+    expect(runLimitsSweep(e)).toEqual(runLimitsSweep(e));
+  });
+
+  it('runs steady backends unless told otherwise', () => {
+    const o = { contender: 'knee' as const, concurrencies: [4], servicesMs: [20], loads: [0.5, 2] };
+    const r = runLimitsSweep(o);
+    expect(r.service).toBe('uniform');
+    expect(runLimitsSweep({ ...o, service: 'uniform' })).toEqual(r);
+    expect(runLimitsSweep({ ...o, service: 'exponential' }).cells).not.toEqual(r.cells);
+  });
+
+  it('names a bad service', () => {
+    expect(() =>
+      runLimitsSweep({ contender: 'knee', service: 'lognormal' as never, concurrencies: [4] }),
+    ).toThrow(/service must be 'uniform' or 'exponential', got lognormal/);
+  });
+
+  it('below capacity a cell passes on what it shed, and fails when it sheds', () => {
+    const o = {
+      concurrencies: [4],
+      servicesMs: [20],
+      loads: [0.5],
+      service: 'exponential' as const,
+    };
+    // Gradient2 never goes below 20: in front of 4 at half load it has nothing to shed.
+    const roomy = runLimitsSweep({ ...o, contender: 'gradient2' }).cells[0]!;
+    expect(roomy.rejectedShare).toBe(0);
+    expect(roomy.pass).toBe(true);
+    // At 50 in flight it starts at 20 and grows slowly: what it sheds meanwhile fails the cell.
+    const short = runLimitsSweep({ ...o, concurrencies: [100], contender: 'gradient2' }).cells[0]!;
+    expect(short.rejectedShare).toBeGreaterThan(0.01);
+    expect(short.pass).toBe(false);
+  });
+});
+
+describe('runLimitCell', () => {
+  const cell = { concurrency: 4, serviceMs: 20, durationMs: 20_000, measureFromMs: 2000, seed: 3 };
+
+  it("spreads service times as asked: exponential's p99 is ln(100) S, uniform's 1.1 S", () => {
+    // A limit far above the load: nothing queues, so latency is service time alone.
+    const exp = runLimitCell({
+      ...cell,
+      limit: 1000,
+      concurrency: 1000,
+      load: 0.01,
+      service: 'exponential',
+    });
+    const uni = runLimitCell({ ...cell, limit: 1000, concurrency: 1000, load: 0.01 });
+    expect(exp.admittedP99).toBeGreaterThan(Math.log(100) * 0.8);
+    expect(exp.admittedP99).toBeLessThan(Math.log(100) * 1.2);
+    expect(uni.admittedP99).toBeGreaterThan(1.05);
+    expect(uni.admittedP99).toBeLessThanOrEqual(1.1);
+  });
+
+  it('measures the share of the time the limit spent below the concurrency, steps included', () => {
+    expect(runLimitCell({ ...cell, limit: 2, load: 2 }).belowShare).toBe(1);
+    expect(runLimitCell({ ...cell, limit: 8, load: 2 }).belowShare).toBe(0);
+    // C drops from 4 to 1 at 11 s: a fixed 2 is below it for the 9 s of the measured 18 before.
+    const stepped = runLimitCell({
+      ...cell,
+      limit: 2,
+      load: 2,
+      steps: [{ atMs: 11_000, concurrency: 1 }],
+    });
+    expect(stepped.belowShare).toBeCloseTo(0.5, 10);
+  });
+
+  it('counts what was offered and shed from the measured half on', () => {
+    const r = runLimitCell({ ...cell, limit: 2, load: 2 });
+    expect(r.offered).toBeGreaterThan(0);
+    expect(r.rejectedShare).toBeGreaterThan(0.5);
+    expect(r.rejectedShare).toBeLessThan(1);
   });
 });

@@ -7,6 +7,9 @@ import type { ConcurrencyLimit, LimitOption } from '../../server/limits.js';
 import { type Admission, createShedder, type Ticket } from '../../server/shedder.js';
 import { earliest, MinHeap, type Timed } from '../min-heap.js';
 
+/** How a backend's service times spread around their mean. */
+export type ServiceSpread = 'uniform' | 'exponential';
+
 /** A change of the backend's concurrency at a point in time (a failover to a smaller replica). */
 export interface ConcurrencyStep {
   readonly atMs: number;
@@ -33,7 +36,7 @@ export interface LimitCellOptions {
    */
   readonly concurrency: number;
   /**
-   * Mean service time of one request, ms (uniform over [0.9, 1.1] times it).
+   * Mean service time of one request, ms (how it spreads: `service`).
    * @default (required)
    * @example
    * ```ts
@@ -41,6 +44,17 @@ export interface LimitCellOptions {
    * ```
    */
   readonly serviceMs: number;
+  /**
+   * How one request's service time spreads around `serviceMs`: `'uniform'` over [0.9, 1.1]
+   * times it (a steady backend), or `'exponential'` (as wide as its mean: a mix of cache hits and
+   * slow queries, the map's server).
+   * @default 'uniform'
+   * @example
+   * ```ts
+   * { service: 'exponential' }
+   * ```
+   */
+  readonly service?: ServiceSpread;
   /**
    * Offered load as a multiple of the starting capacity (concurrency / serviceMs).
    * @default (required)
@@ -116,6 +130,11 @@ export interface LimitCellResult {
   readonly rejectionP99Ms: number;
   readonly admitted: number;
   readonly rejected: number;
+  /** Requests arrived from `measureFromMs` on, and the share of them rejected. */
+  readonly offered: number;
+  readonly rejectedShare: number;
+  /** The share of the time from `measureFromMs` on that the limit was below the concurrency. */
+  readonly belowShare: number;
 }
 
 /** Park-Miller's minimal standard generator: seeded, exact, fast. */
@@ -135,6 +154,39 @@ function p99(values: number[]): number {
   if (values.length === 0) return 0;
   values.sort((a, b) => a - b);
   return values[Math.min(values.length - 1, Math.floor(values.length * 0.99))]!;
+}
+
+/**
+ * The share of [fromMs, toMs) that the traced limit spent below the backend's concurrency at the
+ * time: the stretch is cut at every move of the limit and every step of the backend.
+ */
+function belowShare(
+  trace: readonly LimitPoint[],
+  o: Pick<LimitCellOptions, 'concurrency' | 'steps'>,
+  fromMs: number,
+  toMs: number,
+): number {
+  if (!(toMs > fromMs)) return 0;
+  const steps = [...(o.steps ?? [])].sort((a, b) => a.atMs - b.atMs);
+  // Both lists are in time order: walk them together.
+  let t = 0;
+  let s = 0;
+  let limit = trace[0]?.limit ?? 0;
+  let concurrency = o.concurrency;
+  const advance = (atMs: number) => {
+    while (t < trace.length && trace[t]!.atMs <= atMs) limit = trace[t++]!.limit;
+    while (s < steps.length && steps[s]!.atMs <= atMs) concurrency = steps[s++]!.concurrency;
+  };
+  let below = 0;
+  let at = fromMs;
+  advance(at);
+  while (at < toMs) {
+    const next = Math.min(trace[t]?.atMs ?? toMs, steps[s]?.atMs ?? toMs, toMs);
+    if (limit < concurrency) below += next - at;
+    at = next;
+    advance(at);
+  }
+  return below / (toMs - fromMs);
 }
 
 /** Runs one cell. Exact and repeatable for a seed. */
@@ -181,10 +233,15 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
   let completed = 0;
   let admitted = 0;
   let rejected = 0;
+  let offered = 0;
+  let measuredRejected = 0;
   // Capacity served from measureFromMs on, in requests (the concurrency may step).
   const serve = (ticket: Ticket, arrivedAt: number) => {
     busy++;
-    const service = o.serviceMs * (0.9 + 0.2 * random());
+    const service =
+      o.service === 'exponential'
+        ? -Math.log(1 - random()) * o.serviceMs
+        : o.serviceMs * (0.9 + 0.2 * random());
     at(now + service, () => {
       busy--;
       if (arrivedAt >= o.measureFromMs) latencies.push((now - arrivedAt) / o.serviceMs);
@@ -205,12 +262,16 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
       else pool.push({ ticket: a, arrivedAt });
     } else {
       rejected++;
-      if (arrivedAt >= o.measureFromMs) rejections.push(now - arrivedAt);
+      if (arrivedAt >= o.measureFromMs) {
+        measuredRejected++;
+        rejections.push(now - arrivedAt);
+      }
     }
   };
   const perMs = (o.load * o.concurrency) / o.serviceMs;
   const arrive = () => {
     const arrivedAt = now;
+    if (arrivedAt >= o.measureFromMs) offered++;
     const settle = decided(arrivedAt);
     const answer = shedder.admitOrQueue(() => undefined, settle);
     if (answer !== undefined) settle(answer);
@@ -251,6 +312,9 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
   return {
     trace,
     goodput: capacity > 0 ? completed / capacity : 0,
+    offered,
+    rejectedShare: offered > 0 ? measuredRejected / offered : 0,
+    belowShare: belowShare(trace, o, o.measureFromMs, o.durationMs),
     admittedP99: p99(latencies),
     queueWaitP99: p99(queueWaits),
     rejectionP99Ms: p99(rejections),
