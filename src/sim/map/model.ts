@@ -1,9 +1,12 @@
 // One run of the map's model: open-loop arrivals, a trigger, a FIFO server (optionally behind
 // stormproof/server's shedder, its real engine on virtual time), client processes whose every
-// retry decision is the engine's `step`, and the per-second measurements. Built for speed: one
+// retry decision is the engine's `step` (and, for a hedging policy, every hedge decision its
+// `Hedging`'s), and the per-second measurements. Built for speed: one
 // event heap, one seeded generator, no timers; a run of a minute of traffic takes milliseconds.
 import type { BreakerAdmission } from '../../core/breaker/breaker.js';
+import { classify } from '../../core/classify.js';
 import type { Clock } from '../../core/clock.js';
+import type { HedgeRefusal } from '../../core/hedge.js';
 import { type Outcome, type RetryState, startState, step } from '../../core/step.js';
 import {
   checkKnownKeys,
@@ -254,8 +257,14 @@ export interface MapRunTotals {
   readonly budgetRefusals: number;
   /** Attempts a breaker refused. */
   readonly breakerRefusals: number;
-  /** Requests served after their client had hung up. */
+  /** Requests served after their client had hung up (hedges that lost included). */
   readonly wasted: number;
+  /** Hedging (`'budget-hedge'`): copies sent beyond the first, attempts a hedge answered first, hedges due but not sent by reason. */
+  readonly hedges: {
+    readonly sent: number;
+    readonly won: number;
+    readonly refused: Readonly<Partial<Record<HedgeRefusal, number>>>;
+  };
 }
 
 /** The outcome of one run. */
@@ -382,19 +391,38 @@ interface User {
   readonly client: PolicyClient;
   readonly offeredAt: number;
   state: RetryState;
-  /** The attempt in flight; an answer or timeout for another attempt is stale. */
+  /** The attempt in flight (its first copy); an answer or timeout for another attempt is stale. */
   current: Attempt | undefined;
+  /** Hedges sent so far over the user request's attempts. */
+  hedges: number;
 }
 
+/** One copy of an attempt sent to the server: the attempt itself, unless the policy hedges. */
 interface Attempt {
   readonly user: User;
-  /** The attempt's number, from 1 (sent as `stormproof-attempt`). */
+  /**
+   * Its send's number in the user request, from 1 (sent as `stormproof-attempt`): the attempt's
+   * number, hedges counted in as the fetch adapter counts them (gRPC A6's rule).
+   */
   readonly number: number;
+  /** 0 for an attempt's first copy, 1 and up for its hedges. */
+  readonly hedge: number;
   /** The client hung up (the shedder reads this as its caller state). */
   aborted: boolean;
   readonly admission: BreakerAdmission | undefined;
   ticket: Ticket | undefined;
   answer: Outcome;
+  /** The copies of its attempt, when the policy hedges. */
+  copies: Copies | undefined;
+}
+
+/** The copies of one hedged attempt; the attempt ends with its first success, or when every copy sent has failed. */
+interface Copies {
+  readonly first: Attempt;
+  readonly startedAt: number;
+  readonly list: Attempt[];
+  /** Copies sent that have not answered. */
+  running: number;
 }
 
 /** A sleep of the model's clock, waiting on the heap. */
@@ -419,6 +447,7 @@ const ANSWER = 3;
 const TIMEOUT = 4;
 const RETRY = 5;
 const WAKE = 6;
+const HEDGE = 7;
 
 const OK: Outcome = Object.freeze({ ok: true });
 const TIMED_OUT: Outcome = Object.freeze({ ok: false, error: Object.freeze({ timedOut: true }) });
@@ -504,6 +533,9 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
   const net = p.networkMs === 0 ? () => 0 : () => -Math.log(1 - draw()) * p.networkMs;
 
   let wasted = 0;
+  let hedgesSent = 0;
+  let hedgesWon = 0;
+  const hedgesRefused: Partial<Record<HedgeRefusal, number>> = {};
   // Admissions the shedder's queue still owes; while any are out, its promises are settled
   // before time moves on.
   let owed = 0;
@@ -525,17 +557,93 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
     }
     const a: Attempt = {
       user: u,
-      number: u.state.attempt,
+      number: u.state.attempt + u.hedges,
+      hedge: 0,
       aborted: false,
       admission,
       ticket: undefined,
       answer: OK,
+      copies: undefined,
     };
     u.current = a;
     const policy = c.policy;
     const left = policy.deadlineMs - (now - u.state.startedAt);
     at(now + Math.max(0, Math.min(policy.attemptTimeoutMs ?? left, left)), TIMEOUT, a);
     at(now + net(), AT_SERVER, a);
+    if (c.hedging !== undefined) {
+      // As the engine runs a hedged attempt (runHedged): the attempt earns its share of a hedge,
+      // its first copy goes, and a hedge is scheduled after the learned delay.
+      a.copies = { first: a, startedAt: now, list: [a], running: 1 };
+      c.hedging.started();
+      scheduleHedge(a.copies);
+    }
+  }
+
+  function refuseHedge(reason: HedgeRefusal): void {
+    hedgesRefused[reason] = (hedgesRefused[reason] ?? 0) + 1;
+  }
+
+  function scheduleHedge(g: Copies): void {
+    const delayMs = g.first.user.client.hedging!.delayMs();
+    if (delayMs === undefined) refuseHedge('learning');
+    else at(now + delayMs, HEDGE, g);
+  }
+
+  /** A hedge is due: the engine's `Hedging` decides, paid from the client's retry budget. */
+  function hedge(g: Copies): void {
+    const u = g.first.user;
+    if (u.current !== g.first) return; // the attempt has ended
+    const c = u.client;
+    const hedging = c.hedging!;
+    const refusal = hedging.decide(now, c.breaker, c.policy.budget);
+    if (refusal !== undefined) {
+      refuseHedge(refusal);
+      return;
+    }
+    hedgesSent++;
+    u.hedges++;
+    const copy: Attempt = {
+      user: u,
+      number: u.state.attempt + u.hedges,
+      hedge: g.list.length,
+      aborted: false,
+      admission: undefined,
+      ticket: undefined,
+      answer: OK,
+      copies: g,
+    };
+    g.list.push(copy);
+    g.running++;
+    at(now + net(), AT_SERVER, copy);
+    if (copy.hedge < hedging.maxHedges) scheduleHedge(g);
+  }
+
+  /** A copy of a hedged attempt answered: the first success wins, the others are abandoned. */
+  function answered(g: Copies, copy: Attempt): void {
+    const first = g.first;
+    const u = first.user;
+    if (u.current !== first) return; // the attempt has ended: the answer is dropped
+    g.running--;
+    const hedging = u.client.hedging!;
+    const outcome = copy.answer;
+    if (outcome.ok) {
+      // Timed from the first copy, as the engine learns.
+      hedging.learn(now - g.startedAt);
+      if (g.list.length > 1) {
+        hedging.judge(copy.hedge > 0);
+        if (copy.hedge > 0) hedgesWon++;
+      }
+      // The client hangs up on the other copies; the server still serves them (wasted work).
+      for (const other of g.list) if (other !== copy) other.aborted = true;
+      decide(first, OK);
+      return;
+    }
+    // Every failure that reaches a copy here is stormproof/server's refusal, a 503 or 429: the
+    // engine reads it as overload and pauses hedging for its wait.
+    const verdict = classify(outcome.error, now);
+    hedging.pushedBack(now, verdict.pushbackMs ?? verdict.retryAfterMs);
+    if (g.running > 0) return; // another copy may still answer
+    decide(first, outcome);
   }
 
   function decide(a: Attempt, outcome: Outcome): void {
@@ -587,6 +695,7 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
           offeredAt: now,
           state: startState(client.policy, now),
           current: undefined,
+          hedges: 0,
         };
         client.policy.budget?.recordRequest(now);
         send(u);
@@ -633,16 +742,22 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
       }
       case ANSWER: {
         const a = e.subject as Attempt;
-        if (a.user.current === a) decide(a, a.answer);
+        if (a.copies !== undefined) answered(a.copies, a);
+        else if (a.user.current === a) decide(a, a.answer);
         break;
       }
       case TIMEOUT: {
         const a = e.subject as Attempt;
         if (a.user.current !== a) break;
-        a.aborted = true;
+        // The attempt's time limit covers every copy of it.
+        if (a.copies !== undefined) for (const copy of a.copies.list) copy.aborted = true;
+        else a.aborted = true;
         decide(a, TIMED_OUT);
         break;
       }
+      case HEDGE:
+        hedge(e.subject as Copies);
+        break;
       case RETRY:
         send(e.subject as User);
         break;
@@ -675,6 +790,7 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
       budgetRefusals: meter.budgetRefusals,
       breakerRefusals: meter.breakerRefusals,
       wasted,
+      hedges: { sent: hedgesSent, won: hedgesWon, refused: hedgesRefused },
     },
     series: meter.series,
     parameters: p,

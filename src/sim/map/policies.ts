@@ -1,11 +1,13 @@
 // The client policies the map compares. Each is a retry policy of the engine itself, resolved by
 // `resolvePolicy` on the simulator's clock and seeded random source, with the engine's own budgets
-// (`RetryBudget`, gRFC A6's `TokenBucket`) and `CircuitBreaker`; the model only feeds `step`.
+// (`RetryBudget`, gRFC A6's `TokenBucket`) and `CircuitBreaker`; the model only feeds `step` (and,
+// for `'budget-hedge'`, the policy's own `Hedging`).
 import { CircuitBreaker } from '../../core/breaker/breaker.js';
 import type { Budget } from '../../core/budgets/budget.js';
 import { RetryBudget } from '../../core/budgets/retry-budget.js';
 import { TokenBucket } from '../../core/budgets/token-bucket.js';
 import type { Clock, RandomSource } from '../../core/clock.js';
+import type { Hedging } from '../../core/hedge.js';
 import { type ResolvedPolicy, type RetryPolicyOptions, resolvePolicy } from '../../core/options.js';
 
 /**
@@ -15,12 +17,21 @@ import { type ResolvedPolicy, type RetryPolicyOptions, resolvePolicy } from '../
  * - `'backoff'`: capped exponential backoff (200 ms doubling to 5 s), no jitter; reads no hint.
  * - `'full-jitter'`: the same ceilings, full jitter; honours Retry-After and pushback.
  * - `'budget'`: full jitter with the 10 % retry budget (`RetryBudget`: 1 credit a request, 10 a retry).
+ * - `'budget-hedge'`: `'budget'` plus the engine's hedging at its defaults (`hedge: {}`: one hedge
+ *   after the learned p96, at most 5 % more attempts), each hedge paid from the same `RetryBudget`.
  * - `'a6'`: gRPC's retry design: the 0.8 to 1.2 jitter band and A6 retry throttling
  *   (`TokenBucket` of 10 tokens, 0.1 back per success).
  * - `'breaker'`: full jitter behind a `CircuitBreaker` with its defaults (5 failures in a row,
  *   open 5 s growing to 300 s, 1 probe).
  */
-export type MapPolicy = 'naive' | 'backoff' | 'full-jitter' | 'budget' | 'a6' | 'breaker';
+export type MapPolicy =
+  | 'naive'
+  | 'backoff'
+  | 'full-jitter'
+  | 'budget'
+  | 'budget-hedge'
+  | 'a6'
+  | 'breaker';
 
 /** Every policy, in the map's order. */
 export const MAP_POLICIES: readonly MapPolicy[] = [
@@ -28,6 +39,7 @@ export const MAP_POLICIES: readonly MapPolicy[] = [
   'backoff',
   'full-jitter',
   'budget',
+  'budget-hedge',
   'a6',
   'breaker',
 ];
@@ -38,6 +50,8 @@ export const POLICY_SUMMARY: Readonly<Record<MapPolicy, string>> = {
   backoff: 'capped exponential backoff 200 ms x 2^n to 5 s, no jitter',
   'full-jitter': 'the same backoff with full jitter, Retry-After honoured',
   budget: 'full jitter with the 10% retry budget, a RetryBudget',
+  'budget-hedge':
+    'the same, plus hedging at its defaults (a hedge after the learned p96, at most 5% more), paid from the same RetryBudget',
   a6: 'gRFC A6: 0.8-1.2 jitter band and retry throttling, a TokenBucket of 10 and 0.1',
   breaker: 'full jitter behind a CircuitBreaker with its defaults',
 };
@@ -60,6 +74,8 @@ export interface PolicyShape {
 export interface PolicyClient {
   readonly policy: ResolvedPolicy;
   readonly breaker: CircuitBreaker | undefined;
+  /** The policy's hedging (`'budget-hedge'`), shared by the process's calls as the engine's is. */
+  readonly hedging: Hedging | undefined;
   /** Whether it reads the server's Retry-After and pushback (the naive loops do not). */
   readonly readsHints: boolean;
 }
@@ -107,6 +123,12 @@ export function makeClient(
       options = { ...shared, jitter: 'full' };
       budget = new RetryBudget();
       break;
+    case 'budget-hedge':
+      // The engine's defaults: the hedge's delay, cap and refusals are `Hedging`'s own, and each
+      // hedge asks the same budget as the retries (`tryRetry`).
+      options = { ...shared, jitter: 'full', hedge: {} };
+      budget = new RetryBudget();
+      break;
     case 'a6':
       options = { ...shared, jitter: 'band' };
       budget = new TokenBucket();
@@ -116,16 +138,18 @@ export function makeClient(
       breaker = new CircuitBreaker(key, { clock, random });
       break;
   }
+  const resolved = resolvePolicy(
+    'map policy',
+    { ...options, budget },
+    {
+      defaultBudget: false,
+      allowCallKeys: false,
+    },
+  );
   return {
-    policy: resolvePolicy(
-      'map policy',
-      { ...options, budget },
-      {
-        defaultBudget: false,
-        allowCallKeys: false,
-      },
-    ),
+    policy: resolved,
     breaker,
+    hedging: resolved.hedge,
     readsHints: policy !== 'naive' && policy !== 'backoff',
   };
 }

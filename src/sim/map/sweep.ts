@@ -64,7 +64,7 @@ export interface MapSweepOptions {
   triggerKinds?: readonly TriggerKind[] | undefined;
   /**
    * Client policies.
-   * @default all six: ['naive', 'backoff', 'full-jitter', 'budget', 'a6', 'breaker']
+   * @default all seven: ['naive', 'backoff', 'full-jitter', 'budget', 'budget-hedge', 'a6', 'breaker']
    * @example
    * ```ts
    * runMap({ policies: ['naive', 'budget'] })
