@@ -21,6 +21,7 @@ import {
   readHash,
   type StormParams,
 } from '../src/page/state.js';
+import { MAP_POLICIES } from '../src/sim/map/policies.js';
 import { launchChromium } from './helpers/browser.js';
 import { MAIN, root, runCli } from './helpers/cli.js';
 
@@ -783,6 +784,11 @@ describe('the page in Chromium', () => {
       );
       expect(await page.getAttribute('#storm', 'data-state')).toBe('computing');
       expect(await page.textContent('#storm-status')).toMatch(/^Computing… \d+%$/);
+      // Its charts grow as it runs: naive's seconds so far, stormproof's to come.
+      await page.waitForSelector('#storm-live svg', { timeout: WAIT });
+      expect(await page.textContent('#storm-live svg title')).toMatch(
+        /^naive: \d+ of 180 s simulated \| stormproof: 0 of 180 s simulated$/,
+      );
       expect(await page.getAttribute('#storm-stop', 'aria-disabled')).toBe('false');
       await page.focus('#storm-stop');
       await page.keyboard.press('Enter');
@@ -791,6 +797,8 @@ describe('the page in Chromium', () => {
         /^Stopped at \d+%\. Change a value, or press Compute, to run it again\.$/,
       );
       expect(await page.locator('#storm-report table').count()).toBe(0);
+      // What was simulated before the stop stays in view.
+      expect(await page.locator('#storm-live svg').count()).toBe(1);
       // Compute runs it again; a smaller load typed meanwhile supersedes it, and only it shows.
       await page.click('#storm-run');
       await page.fill('#storm-duration', '40');
@@ -800,6 +808,7 @@ describe('the page in Chromium', () => {
       await page.fill('#storm-seed', '3');
       const shown = await report('storm');
       expect(shown.tables).toEqual(tablesOf(stormView(stormParams(page.url())).sections));
+      expect(await page.locator('#storm-live svg').count()).toBe(0);
     },
     WAIT * 3,
   );
@@ -889,7 +898,7 @@ describe('the page in Chromium', () => {
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'stormproof-page-file-'));
       try {
-        // Every policy, both server settings and both kinds: 24 heatmaps of 2 by 2 squares.
+        // Every policy, both server settings and both kinds: 4 heatmaps a policy, 2 by 2 squares.
         const ran = await runCli([
           'map',
           '--loads',
@@ -920,13 +929,13 @@ describe('the page in Chromium', () => {
           { timeout: WAIT },
         );
         const drawn = await report('map');
-        expect(await page.locator('#map-report svg.heatmap').count()).toBe(24);
+        expect(await page.locator('#map-report svg.heatmap').count()).toBe(4 * MAP_POLICIES.length);
         const cells = (JSON.parse(ran.stdout) as { cells: { class: string }[] }).cells;
         expect(drawn.squares.sort()).toEqual(cells.map((c) => c.class).sort());
         expect(await page.textContent('#map-source')).toBe(
-          'From the file full-map.json: 6 policies, 96 runs, 1 seeds a cell. A file is not in the link: the link brings back the map the controls compute.',
+          `From the file full-map.json: ${MAP_POLICIES.length} policies, ${16 * MAP_POLICIES.length} runs, 1 seeds a cell. A file is not in the link: the link brings back the map the controls compute.`,
         );
-        expect(await page.locator('#map-cells tbody tr').count()).toBe(96);
+        expect(await page.locator('#map-cells tbody tr').count()).toBe(16 * MAP_POLICIES.length);
         // The URL still holds the controls' map.
         expect(new URL(page.url()).hash).toBe(SMALL_MAP);
         // A file that is not a map: said, and the map on show stays.
@@ -940,7 +949,7 @@ describe('the page in Chromium', () => {
         expect(await page.textContent('#map-file-error')).toBe(
           "Cannot draw notes.json: this is a scenario's file (stormproof map --scenario weather-api), not a map; the page draws the sweep's map",
         );
-        expect(await page.locator('#map-report svg.heatmap').count()).toBe(24);
+        expect(await page.locator('#map-report svg.heatmap').count()).toBe(4 * MAP_POLICIES.length);
         // Compute goes back to the controls' map.
         await page.click('#map-run');
         await page.waitForFunction(

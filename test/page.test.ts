@@ -29,7 +29,6 @@ import {
   MAP_CHOICES,
   MAP_LISTS,
   MAP_NUMBERS,
-  MAP_POLICY_NAMES,
   type MapInputs,
   type MapParams,
   mapArgs,
@@ -44,7 +43,6 @@ import {
   stormArgs,
   writeHash,
 } from '../src/page/state.js';
-import { MAP_POLICIES } from '../src/sim/map/policies.js';
 import { renderChartSvg } from '../src/sim/plot.js';
 import { runStorm } from '../src/sim/storm.js';
 import { root, runCli } from './helpers/cli.js';
@@ -181,7 +179,6 @@ describe('the storm and the map in the URL', () => {
       '#view=map&policy=a6&server=both&trigger=capacity-loss&loads=0.4%2C0.8&triggers=1%2C2%2C5%2C10%2C20%2C30&seeds=2&horizon=60',
     );
     expect(readHash(hash)).toEqual(state);
-    expect(MAP_POLICY_NAMES).toEqual(MAP_POLICIES);
     const cli = new Map(MAP_OPTIONS.map((o) => [o.flag, o]));
     for (const f of [...MAP_CHOICES, ...MAP_LISTS, ...MAP_NUMBERS]) {
       const option = cli.get(f.flag);
@@ -483,8 +480,13 @@ describe('the same figures as the CLI', () => {
 describe("the worker's storm and map", () => {
   it('runs the storm as --plot does: the chosen run and the other policy, naive first, with progress', () => {
     const shares: number[] = [];
+    const lives: string[] = [];
     const chosen = { ...SHORT_STORM, policy: 'stormproof' as const, server: 'stormproof' as const };
-    const view = stormView(chosen, (done) => shares.push(done));
+    const view = stormView(chosen, (done, live) => {
+      shares.push(done);
+      // The charts so far, drawn when asked: at the first second and at the end.
+      if (done === shares[0] || done === 1) lives.push(live!());
+    });
     expect(view.chosen).toBe(1);
     expect(view.figures.map((f) => [f.policy, f.server])).toEqual([
       ['naive', 'none'],
@@ -495,6 +497,14 @@ describe("the worker's storm and map", () => {
     expect(shares.length).toBeGreaterThanOrEqual(2 * SHORT_STORM.durationSeconds - 2);
     expect(shares.every((x, i) => i === 0 || x >= shares[i - 1]!)).toBe(true);
     expect(shares.at(-1)).toBe(1);
+    // Live, naive first as the report draws them: the chosen run goes first, the other waits.
+    expect(lives).toHaveLength(2);
+    expect(lives[0]).toContain('naive: 0 of 40 s simulated');
+    expect(lives[0]).toContain('stormproof + stormproof/server: 1 of 40 s simulated');
+    expect(lives[1]).toContain('naive: 40 of 40 s simulated');
+    expect(lives[1]).toContain('stormproof + stormproof/server: 40 of 40 s simulated');
+    expect(lives[1]!.match(/<g class="chart"/g)).toHaveLength(2);
+    expect(lives[1]).toContain('data-series="failed"');
     // The report's sections: the comparison, stormproof on its own scale, the servers' protection.
     expect(view.sections.map((s) => s.heading)).toEqual([
       'naive versus stormproof + stormproof/server',

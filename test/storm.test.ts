@@ -5,7 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Budget } from '../src/core/budgets/budget.js';
 import { RetryBudget } from '../src/core/budgets/retry-budget.js';
-import { runStorm, type StormOptions, type StormResult } from '../src/sim/storm.js';
+import {
+  runStorm,
+  type StormLiveSecond,
+  type StormOptions,
+  type StormResult,
+} from '../src/sim/storm.js';
 import { runStormOnce, SMALL_STORM } from './helpers/fixtures.js';
 
 /** Success ratio of the user requests that ended in the last `n` seconds of the run. */
@@ -95,6 +100,32 @@ describe('runStorm is a deterministic simulation', () => {
     expect(calls).toHaveLength(20);
     expect(calls[0]).toEqual([1, 20]);
     expect(calls[19]).toEqual([20, 20]);
+  });
+
+  it("hears each second's chart lines as it ends, final then, and the run is the same without", () => {
+    const options = { ...SMALL_STORM, durationSeconds: 30, faultSeconds: 10, seed: 4 };
+    const heard: StormLiveSecond[] = [];
+    const progress: number[] = [];
+    const run = runStorm({
+      ...options,
+      onSecond: (second) => heard.push(second),
+      onProgress: (done) => progress.push(heard.length - done),
+    });
+    // Each second is heard before its progress, in order, with the figures the series keeps.
+    expect(progress.every((d) => d === 0)).toBe(true);
+    expect(heard).toEqual(
+      run.series.map((s) => ({
+        t: s.t,
+        offered: s.offered,
+        succeeded: s.succeeded,
+        failed: s.failed,
+      })),
+    );
+    expect(heard.some((s) => s.failed > 0)).toBe(true);
+    expect(runStorm(options)).toEqual(run);
+    expect(() => runStorm({ onSecond: 3 as unknown as () => void })).toThrow(
+      /onSecond must be a function, got 3/,
+    );
   });
 });
 

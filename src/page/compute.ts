@@ -3,6 +3,7 @@
 // SVG text by the reports' own renderer. No DOM and no `node:` here: the worker runs it in the
 // browser and the tests run it in Node.
 import { stormFigures, stormReport } from '../cli/scenarios/storm.js';
+import { serverSuffix } from '../cli/storm-server.js';
 import { checkStack } from '../sim/check.js';
 import { type HerdJitter, runHerd } from '../sim/herd.js';
 import type { MapPolicy } from '../sim/map/policies.js';
@@ -16,7 +17,7 @@ import {
   type Report,
   renderChartsSvg,
 } from '../sim/plot.js';
-import { runStorm, type StormResult } from '../sim/storm.js';
+import { runStorm, type StormLiveSecond, type StormResult } from '../sim/storm.js';
 import type { HerdParams, MapParams, StormParams } from './state.js';
 
 /** `stormproof sim herd --json`. */
@@ -121,12 +122,19 @@ export type Answer =
   | { readonly id: number; readonly kind: 'check'; readonly view: CheckView; readonly ms: number }
   | { readonly id: number; readonly kind: 'error'; readonly message: string };
 
-/** What the worker posts while a long question runs: the share done, from 0 to 1. */
+/**
+ * What the worker posts while a long question runs: the share done, from 0 to 1, and for a storm
+ * its charts so far (SVG).
+ */
 export interface Progress {
   readonly id: number;
   readonly kind: 'progress';
   readonly done: number;
+  readonly live?: string;
 }
+
+/** Hears how far a run has got; `live` draws its charts so far (a storm's), when asked. */
+export type OnProgress = (done: number, live?: () => string) => void;
 
 /** What the herd's chart compares: no jitter and the chosen one (full, if none was chosen). */
 export function herdPair(jitter: HerdJitter): [HerdJitter, HerdJitter] {
@@ -275,12 +283,54 @@ export function pageSections(report: Report): PageSection[] {
   });
 }
 
+/** A storm setup's name, as the report names its run (`stormproof + breaker + stormproof/server`). */
+function setupName(p: StormParams): string {
+  return `${p.policy}${p.breaker ? ' + breaker' : ''}${p.manualRecovery ? ' + manual recovery' : ''}${serverSuffix(p.server)}`;
+}
+
+/**
+ * The storm's charts while it runs: each setup's seconds so far (none yet for the second run
+ * until it starts), on the whole run's x axis, with the report's lines and failover band.
+ */
+export function liveStormSvg(
+  setups: readonly StormParams[],
+  seconds: readonly (readonly StormLiveSecond[])[],
+): string {
+  const p = setups[0]!;
+  const x = Array.from({ length: p.durationSeconds }, (_, t) => t);
+  const charts = setups.map((setup, i): LineChart => {
+    const done = seconds[i]!;
+    const line = (key: 'offered' | 'succeeded' | 'failed') =>
+      x.map((t) => (t < done.length ? done[t]![key] : Number.NaN));
+    return {
+      kind: 'line',
+      title: `${setupName(setup)}: ${done.length} of ${p.durationSeconds} s simulated`,
+      xLabel: 'seconds since the start of the run',
+      yLabel: 'requests per second',
+      x,
+      lines: [
+        { label: 'offered', y: line('offered') },
+        { label: 'succeeded', y: line('succeeded') },
+        { label: 'failed', y: line('failed') },
+      ],
+      bands: [
+        {
+          from: p.faultAtSeconds,
+          to: p.faultAtSeconds + p.faultSeconds,
+          label: 'database failover',
+        },
+      ],
+    };
+  });
+  return renderChartsSvg(charts, { columns: 2, width: 540 });
+}
+
 /**
  * The storm as `stormproof sim storm --plot` runs it: the chosen run, then the other policy
  * with neither breaker, manual recovery nor server protection; `onProgress` gets the share of
- * both runs' simulated seconds done.
+ * both runs' simulated seconds done, and their charts so far.
  */
-export function stormView(params: StormParams, onProgress?: (done: number) => void): StormView {
+export function stormView(params: StormParams, onProgress?: OnProgress): StormView {
   const other: StormParams = {
     ...params,
     policy: params.policy === 'naive' ? 'stormproof' : 'naive',
@@ -288,16 +338,23 @@ export function stormView(params: StormParams, onProgress?: (done: number) => vo
     manualRecovery: false,
     server: 'none',
   };
-  const runs: StormResult[] = [params, other].map((p, i) =>
+  // Drawn in the report's order, naive first.
+  const first = params.policy === 'naive' ? 0 : 1;
+  const setups = [params, other];
+  const seconds: StormLiveSecond[][] = [[], []];
+  const live = () =>
+    liveStormSvg([setups[first]!, setups[1 - first]!], [seconds[first]!, seconds[1 - first]!]);
+  const runs: StormResult[] = setups.map((p, i) =>
     runStorm({
       ...p,
-      onProgress: (done, total) => onProgress?.((i + done / total) / 2),
+      onSecond: (second) => seconds[i]!.push(second),
+      onProgress: (done, total) => onProgress?.((i + done / total) / 2, live),
     }),
   );
-  const ordered = params.policy === 'naive' ? runs : [runs[1]!, runs[0]!];
+  const ordered = first === 0 ? runs : [runs[1]!, runs[0]!];
   return {
     figures: ordered.map(stormFigures),
-    chosen: params.policy === 'naive' ? 0 : 1,
+    chosen: first,
     sections: pageSections(stormReport(ordered, 'The storm')),
   };
 }
@@ -322,10 +379,7 @@ function mapViewOf(result: MapResult): MapView {
 }
 
 /** The map computed here, run by run, in the order `stormproof map` makes them. */
-export async function mapView(
-  params: MapParams,
-  onProgress?: (done: number) => void,
-): Promise<MapView> {
+export async function mapView(params: MapParams, onProgress?: OnProgress): Promise<MapView> {
   const result = await runMap({
     ...mapOptions(params),
     onProgress: (done, total) => onProgress?.(done / total),
@@ -392,7 +446,7 @@ function mapFileProblem(data: unknown): string | undefined {
 /** Answers one question; never throws (an error becomes an answer). `onProgress` hears how far a storm or a map has got. */
 export async function answer(
   question: Question,
-  onProgress: (done: number) => void = () => {},
+  onProgress: OnProgress = () => {},
 ): Promise<Answer> {
   const started = performance.now();
   const ms = () => performance.now() - started;

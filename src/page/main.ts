@@ -1,7 +1,15 @@
 // The page: its controls, the URL that holds their state, and the worker that computes. Every
 // control is a native input with a label, so the keyboard and screen readers work as usual.
 import { formatValue } from '../sim/plot.js';
-import type { Answer, CheckView, HerdView, MapView, PageSection, StormView } from './compute.js';
+import type {
+  Answer,
+  CheckView,
+  HerdView,
+  MapView,
+  PageSection,
+  Progress,
+  StormView,
+} from './compute.js';
 import { type Ask, Runner } from './runner.js';
 import {
   type ChoiceField,
@@ -208,6 +216,7 @@ let mapFile: string | undefined;
 
 function ask(view: View, question: Ask): void {
   setStatus(view, 'computing', 'Computing…');
+  if (view === 'storm') element('storm-live').replaceChildren();
   runner.ask(question);
 }
 
@@ -245,11 +254,13 @@ function viewOf(kind: Ask['kind']): View {
   return kind === 'map-file' ? 'map' : kind;
 }
 
-function showProgress(done: number, kind: Ask['kind']): void {
+function showProgress(progress: Progress, kind: Ask['kind']): void {
   const view = viewOf(kind);
   if (view !== 'storm' && view !== 'map') return;
-  element<HTMLProgressElement>(`${view}-progress`).value = done;
-  element(`${view}-status`).textContent = `Computing… ${Math.floor(done * 100)}%`;
+  element<HTMLProgressElement>(`${view}-progress`).value = progress.done;
+  element(`${view}-status`).textContent = `Computing… ${Math.floor(progress.done * 100)}%`;
+  // The storm's charts so far; a stopped run's stay until the next run starts.
+  if (progress.live !== undefined) element('storm-live').innerHTML = progress.live;
 }
 
 function showHerd(view: HerdView, ms: number): void {
@@ -308,6 +319,7 @@ function showSections(into: HTMLElement, sections: readonly PageSection[]): void
 }
 
 function showStorm(view: StormView, ms: number): void {
+  element('storm-live').replaceChildren();
   const body = element<HTMLTableElement>('storm-figures').tBodies[0]!;
   body.replaceChildren();
   for (const [key, value] of Object.entries(view.figures[view.chosen]!)) {

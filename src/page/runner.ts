@@ -8,7 +8,7 @@ export type Ask = Question extends infer Q ? (Q extends Question ? Omit<Q, 'id'>
 /** What the runner tells the page: answers, and the progress of the question running. */
 export interface RunnerHooks {
   answer(answer: Answer, kind: Ask['kind']): void;
-  progress(done: number, kind: Ask['kind']): void;
+  progress(progress: Progress, kind: Ask['kind']): void;
 }
 
 /**
@@ -54,7 +54,7 @@ export class Runner {
       const pending = this.#pending;
       if (pending === undefined || event.data.id !== pending.id) return;
       if (event.data.kind === 'progress') {
-        this.#hooks.progress(event.data.done, pending.kind);
+        this.#hooks.progress(event.data, pending.kind);
         return;
       }
       this.#pending = undefined;

@@ -2,6 +2,7 @@
 // hash, and checked the way the CLI checks the same options. The inputs are kept as the text the
 // user typed, so a link brings back exactly what was on the screen, mistakes included.
 import type { HerdJitter, HerdPushback } from '../sim/herd.js';
+import { MAP_POLICIES } from '../sim/map/policies.js';
 import type { StormPolicy, StormServer } from '../sim/storm.js';
 
 /** The page's views, in the order of its buttons. */
@@ -302,8 +303,6 @@ export interface StormParams {
 
 // --- the map ------------------------------------------------------------------------------------
 
-/** The map's client policies, as src/sim/map/policies.ts names them (a test keeps the two in step). */
-export const MAP_POLICY_NAMES = ['naive', 'backoff', 'full-jitter', 'budget', 'a6', 'breaker'];
 export const MAP_SERVERS = ['both', 'off', 'on'];
 export const MAP_TRIGGERS = ['both', 'capacity-loss', 'load-spike'];
 
@@ -325,7 +324,7 @@ export const MAP_CHOICES: readonly ChoiceField<MapChoiceKey>[] = [
     key: 'policy',
     flag: 'policy',
     label: 'Client policy',
-    values: MAP_POLICY_NAMES,
+    values: MAP_POLICIES,
     default: 'naive',
   },
   {

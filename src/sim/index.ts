@@ -138,6 +138,7 @@ export { type MutableIndexed, PythonRandom } from './python-random.js';
 export {
   runStorm,
   type StormBreakerOptions,
+  type StormLiveSecond,
   type StormOptions,
   type StormParameters,
   type StormPolicy,

@@ -12,6 +12,7 @@ export {
 export {
   STORM_DEFAULTS,
   type StormBreakerOptions,
+  type StormLiveSecond,
   type StormOptions,
   type StormParameters,
   type StormPolicy,

@@ -442,17 +442,40 @@ export interface StormOptions {
    * ```
    */
   onProgress?: ((doneSeconds: number, totalSeconds: number) => void) | undefined;
+  /**
+   * Called after each simulated second with that second's lines of the report's chart, final by
+   * then: requests arriving at the edge, and user requests that succeeded and failed in it (the
+   * same figures as `series`), so that a chart can be drawn while the run goes on.
+   * @default undefined
+   * @example
+   * ```ts
+   * runStorm({ onSecond: ({ t, offered, failed }) => console.log(`${t} s: ${offered} offered, ${failed} failed`) })
+   * ```
+   */
+  onSecond?: ((second: StormLiveSecond) => void) | undefined;
+}
+
+/** One second as {@link StormOptions.onSecond} hears it: part of that second's `StormSecond`. */
+export interface StormLiveSecond {
+  /** Seconds since the start of the run. */
+  readonly t: number;
+  /** Requests arriving at the edge that second. */
+  readonly offered: number;
+  /** User requests that ended with a forecast that second. */
+  readonly succeeded: number;
+  /** User requests that ended with an error that second. */
+  readonly failed: number;
 }
 
 /**
- * The parameters a run used, every default filled in (`retryPolicy` and `onProgress` left out;
- * `breaker` is `false` or the breaker's rules with their defaults).
+ * The parameters a run used, every default filled in (`retryPolicy`, `onProgress` and `onSecond`
+ * left out; `breaker` is `false` or the breaker's rules with their defaults).
  */
 export type StormParameters = {
-  readonly [K in Exclude<keyof StormOptions, 'retryPolicy' | 'onProgress' | 'breaker'>]-?: Exclude<
-    StormOptions[K],
-    undefined
-  >;
+  readonly [K in Exclude<
+    keyof StormOptions,
+    'retryPolicy' | 'onProgress' | 'onSecond' | 'breaker'
+  >]-?: Exclude<StormOptions[K], undefined>;
 } & { readonly breaker: false | Readonly<StormBreakerOptions> };
 
 /** The name errors give: the options are `runStorm`'s. */
@@ -498,7 +521,12 @@ const DEFAULTS: StormParameters = Object.freeze({
 /** The storm model's defaults, for the CLI's help. */
 export const STORM_DEFAULTS: Readonly<StormParameters> = DEFAULTS;
 
-const KNOWN_KEYS: readonly string[] = [...Object.keys(DEFAULTS), 'retryPolicy', 'onProgress'];
+const KNOWN_KEYS: readonly string[] = [
+  ...Object.keys(DEFAULTS),
+  'retryPolicy',
+  'onProgress',
+  'onSecond',
+];
 const RETRY_POLICY_KEYS: readonly string[] = [
   'maxAttempts',
   'baseDelayMs',
@@ -557,6 +585,7 @@ export function resolveOptions(options: unknown): {
   p: StormParameters;
   retryPolicy: StormRetryPolicy | undefined;
   onProgress: ((done: number, total: number) => void) | undefined;
+  onSecond: ((second: StormLiveSecond) => void) | undefined;
 } {
   const o = checkOptionsObject(OWNER, options);
   checkKnownKeys(OWNER, o, KNOWN_KEYS);
@@ -634,9 +663,14 @@ export function resolveOptions(options: unknown): {
       `stormproof: ${OWNER} onProgress must be a function, got ${show(onProgress)}`,
     );
   }
+  const onSecond = o.onSecond;
+  if (onSecond !== undefined && typeof onSecond !== 'function') {
+    throw new TypeError(`stormproof: ${OWNER} onSecond must be a function, got ${show(onSecond)}`);
+  }
   return {
     p,
     retryPolicy,
     onProgress: onProgress as ((done: number, total: number) => void) | undefined,
+    onSecond: onSecond as ((second: StormLiveSecond) => void) | undefined,
   };
 }

@@ -57,7 +57,7 @@ import {
  * ```
  */
 export function runStorm(options?: StormOptions): StormResult {
-  const { p, retryPolicy, onProgress } = resolveOptions(options);
+  const { p, retryPolicy, onProgress, onSecond } = resolveOptions(options);
   const world = new World(p);
   const m = new Measurements(p.durationSeconds);
   // Built in this order: each draws from the one generator as it is made (the cache's starting
@@ -138,6 +138,13 @@ export function runStorm(options?: StormOptions): StormResult {
     servers.endSecond(sec);
     m.busy[sec] = servers.busy;
     m.admitted[sec] = edge.admittedShare;
+    // Each counter is indexed by the second in which its event happened: this one's are final.
+    onSecond?.({
+      t: sec,
+      offered: m.offered[sec]!,
+      succeeded: m.succeeded[sec]!,
+      failed: m.failed[sec]!,
+    });
     onProgress?.(sec + 1, seconds);
   }
   world.now = seconds * 1000;
