@@ -97,7 +97,7 @@ export async function serveLab(args: readonly string[], io: ServeIo): Promise<nu
   const parsed = parse(command, args, SERVE_OPTIONS);
   if (parsed.help) {
     io.out(
-      `Usage: ${command} [options]\n\nThe storm lab in a page: the herd and the stack check, computed in the browser by the\nsame simulator, served on 127.0.0.1 until Ctrl-C.\n\nOptions:\n${optionsHelp(SERVE_OPTIONS)}\n`,
+      `Usage: ${command} [options]\n\nThe storm lab in a page: the herd, the storm, the metastability map and the stack check,\ncomputed in the browser by the same simulator, served on 127.0.0.1 until Ctrl-C.\n\nOptions:\n${optionsHelp(SERVE_OPTIONS)}\n`,
     );
     return 0;
   }
