@@ -191,7 +191,7 @@ function changeInput(view: FormView, field: Field, text: string): void {
 }
 
 /** Marks each wrong input of a view and says why; returns the parameters if all are right. */
-function checked<P>(
+function paramsOrMarks<P>(
   view: FormView,
   result: { params: P } | { errors: Readonly<Record<string, string>> },
 ): P | undefined {
@@ -225,14 +225,14 @@ function run(view: View): void {
   if (view === 'check') {
     ask('check', { kind: 'check', stack: state.stack });
   } else if (view === 'herd') {
-    herdParams = checked('herd', checkHerd(state.herd));
+    herdParams = paramsOrMarks('herd', checkHerd(state.herd));
     if (herdParams !== undefined) ask('herd', { kind: 'herd', params: herdParams });
   } else if (view === 'storm') {
-    stormParams = checked('storm', checkStorm(state.storm));
+    stormParams = paramsOrMarks('storm', checkStorm(state.storm));
     if (stormParams !== undefined) ask('storm', { kind: 'storm', params: stormParams });
   } else {
     mapFile = undefined;
-    mapParams = checked('map', checkMap(state.map));
+    mapParams = paramsOrMarks('map', checkMap(state.map));
     if (mapParams !== undefined) ask('map', { kind: 'map', params: mapParams });
   }
 }
