@@ -220,6 +220,28 @@ for (const lateMs of [0, 3]) {
       }
     });
 
+    it("a keyed request: the hedge's 409 (a copy already in progress) does not end the call when the first copy's 503 came before it", async () => {
+      // The first copy fails with 503 at 60 ms; its hedge, sent at 50 ms while the first was in
+      // progress, is told 409 at 80 ms. The attempt's failure is the 503: retried, then 200.
+      const { clock, fetch, hedged } = setup({ baseDelayMs: 100 }, (_s, i) =>
+        i === 0 ? { ms: 60, status: 503 } : i === 1 ? { ms: 30, status: 409 } : { ms: 1 },
+      );
+      const init = { method: 'POST', body: 'x', headers: { [IDEMPOTENCY_KEY_HEADER]: '"k9"' } };
+      const result = await settle(clock, hedged(A, init));
+      expect(result.value?.status).toBe(200);
+      expect(fetch.sent).toHaveLength(3);
+      // Whichever copy's failure is set aside, its body is freed.
+      await clock.advance(10);
+      expect(fetch.sent[0]!.cancelled).toBe(true);
+      expect(fetch.sent[1]!.cancelled).toBe(true);
+      // A 409 of the first copy itself is final for a keyed request, as without hedging.
+      const own = setup({ baseDelayMs: 100 }, () => ({ ms: 30, status: 409 }));
+      const key = { ...init, headers: { [IDEMPOTENCY_KEY_HEADER]: '"k10"' } };
+      const conflict = await settle(own.clock, own.hedged(A, key));
+      expect(conflict.value?.status).toBe(409);
+      expect(own.fetch.sent).toHaveLength(1);
+    });
+
     it('numbers every send of a call: a retry after a hedged attempt is the third', async () => {
       const { clock, fetch, hedged } = setup({ baseDelayMs: 100 }, (_s, i) =>
         i < 2 ? { ms: i === 0 ? 60 : 20, status: 502 } : { ms: 1 },

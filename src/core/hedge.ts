@@ -276,12 +276,15 @@ class Copy extends LazyAbort implements AttemptContext {
 export interface CopyCheck<T> {
   isFailure(value: T): boolean;
   discard?(value: T): void;
+  isCopyConflict?(failure: unknown): boolean;
 }
 
 /**
  * Runs one attempt as up to `1 + maxHedges` copies of `operation`. Settles with the first copy
  * that succeeds (the others aborted through their signals, their late values discarded), or,
  * once every copy sent has failed, with the last failure: thrown, or a failed value returned.
+ * A hedge's failure that only reports a copy in progress (`check.isCopyConflict`) is the
+ * attempt's failure only when no other copy's failure is there to be it.
  */
 export function runHedged<T>(
   policy: ResolvedPolicy,
@@ -303,6 +306,11 @@ export function runHedged<T>(
     const copies: Copy[] = [];
     let running = 0;
     let settled = false;
+    /** The failure that decides the attempt if every copy fails: held, not yet discarded. */
+    let decisive: { failure: unknown; isValue: boolean; conflict: boolean } | undefined;
+    const setAside = (f: { failure: unknown; isValue: boolean }) => {
+      if (f.isValue) check?.discard?.(f.failure as T);
+    };
     const timer = new AbortController();
     const attemptSignal = context.signal;
 
@@ -315,6 +323,7 @@ export function runHedged<T>(
       // The engine ended the attempt (deadline, timeout, the caller): every copy stops with it.
       for (const copy of copies) copy.end(attemptSignal.reason);
       finish();
+      if (decisive !== undefined) setAside(decisive);
     };
     attemptSignal.addEventListener('abort', onAttemptAbort);
 
@@ -327,13 +336,19 @@ export function runHedged<T>(
       }
       const overload = overloadOf(failure);
       if (overload !== undefined) hedging.pushedBack(clock.now(), overload.waitMs);
-      if (running > 0) {
-        if (isValue) check?.discard?.(failure as T); // another copy may still answer
-        return;
-      }
+      // The latest failure decides, unless it is a hedge's conflict and another copy's failure
+      // is already there (a keyed request's 409 answers the duplicate, not the request).
+      const conflict = copy.hedge > 0 && check?.isCopyConflict?.(failure) === true;
+      const next = { failure, isValue, conflict };
+      if (decisive === undefined || !conflict || decisive.conflict) {
+        if (decisive !== undefined) setAside(decisive);
+        decisive = next;
+      } else setAside(next);
+      if (running > 0) return; // another copy may still answer
       finish();
-      if (isValue) resolve(failure as T);
-      else reject(failure);
+      const { failure: chosen, isValue: chosenIsValue } = decisive;
+      if (chosenIsValue) resolve(chosen as T);
+      else reject(chosen);
     };
     const succeeded = (copy: Copy, value: T) => {
       copy.done = true;
@@ -343,6 +358,7 @@ export function runHedged<T>(
         return;
       }
       finish();
+      if (decisive !== undefined) setAside(decisive);
       // The attempt's time from its first copy: what it would have taken without hedging, or,
       // when a hedge won, a bound above the delay, which is all a quantile near it needs.
       hedging.learn(clock.now() - copies[0]!.startedAt);

@@ -57,6 +57,12 @@ export type Operation<T> = (context: AttemptContext) => T | PromiseLike<T>;
 export interface ResultCheck<T> {
   isFailure(value: T): boolean;
   discard?(value: T): void;
+  /**
+   * Whether a hedge's failure (a thrown error, or a failed value) only says that another copy of
+   * the same request was in progress (a keyed request's 409): it then decides the attempt only if
+   * no other copy's failure does.
+   */
+  isCopyConflict?(failure: unknown): boolean;
 }
 
 const noop = () => {};

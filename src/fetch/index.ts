@@ -653,8 +653,12 @@ async function send(
   // An explicit `signal: null` in init drops the Request's signal, as in `new Request`.
   const callerSignal = initSignal !== undefined ? (initSignal ?? undefined) : request?.signal;
   const fetchImpl = settings.fetch ?? globalFetch;
-  /** The response of the latest attempt, until it is returned or discarded. */
-  let last: Response | undefined;
+  /**
+   * The responses of attempts (and hedged copies) not yet returned or discarded, latest last: the
+   * latest is the one the hooks describe.
+   */
+  const held: Response[] = [];
+  const latest = (): Response | undefined => held.at(-1);
 
   /** Each response's link to the caller's signal, until it is discarded or returned. */
   const links = callerSignal === undefined ? undefined : new Map<Response, CallerLink>();
@@ -787,17 +791,25 @@ async function send(
       cancelBody(response);
       throw signal.reason;
     }
-    last = response;
+    held.push(response);
     if (isKeyed) settings.keyed.add(response);
     return response;
   };
   const check: ResultCheck<Response> = {
     isFailure,
     discard: (response) => {
-      if (response === last) last = undefined;
+      const at = held.indexOf(response);
+      if (at >= 0) held.splice(at, 1);
       dropLink(response);
       cancelBody(response);
     },
+    // A hedge of a keyed request told 409 met its own first copy in progress: that says nothing
+    // of the request, so another copy's failure decides the attempt.
+    isCopyConflict: (failure) =>
+      isKeyed &&
+      typeof failure === 'object' &&
+      failure !== null &&
+      (failure as { status?: unknown }).status === 409,
   };
 
   const call: CallOptions = { signal: callerSignal };
@@ -810,17 +822,19 @@ async function send(
       return about;
     };
     if (onRetry !== undefined) {
-      call.onRetry = (event) => onRetry(fetchEvent(event, last, describe(), transparentRetries));
+      call.onRetry = (event) =>
+        onRetry(fetchEvent(event, latest(), describe(), transparentRetries));
     }
     if (onGiveUp !== undefined) {
-      call.onGiveUp = (event) => onGiveUp(fetchEvent(event, last, describe(), transparentRetries));
+      call.onGiveUp = (event) =>
+        onGiveUp(fetchEvent(event, latest(), describe(), transparentRetries));
     }
     if (onSuccess !== undefined) {
       call.onSuccess = (event) =>
         onSuccess({
           ...event,
           ...describe(),
-          ...(last === undefined ? {} : { status: last.status }),
+          ...(latest() === undefined ? {} : { status: latest()!.status }),
           ...transparent(transparentRetries),
         });
     }
@@ -835,7 +849,7 @@ async function send(
     return response;
   } catch (error) {
     // A failed response the call will not return (the caller aborted as it came): free it.
-    if (last !== undefined) check.discard!(last);
+    for (const response of [...held]) check.discard!(response);
     if (transparentRetries > 0) addTransparentRetries(error, transparentRetries);
     throw error;
   } finally {
