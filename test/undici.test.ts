@@ -340,7 +340,7 @@ describe('interceptor() with undici 7 Agent.compose', () => {
     expect(() => interceptor({ unref: null as never })).toThrow(/interceptor unref/);
     expect(() => interceptor({ retryMethods: null as never })).toThrow(/interceptor retryMethods/);
     expect(() => interceptor({ breaker: null as never })).toThrow(/interceptor breaker/);
-    expect(() => interceptor({ hedge: {} } as never)).toThrow(/hedge/);
+    expect(() => interceptor({ hedge: null as never })).toThrow(/interceptor hedge/);
     expect(() => interceptor(null as never)).toThrow(/interceptor/);
     expect(() =>
       interceptor({ unref: true, clock: { now: () => 0, sleep: async () => {} } }),

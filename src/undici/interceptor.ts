@@ -15,7 +15,9 @@ import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/re
 import type { Budget } from '../core/budgets/budget.js';
 import type { Verdict } from '../core/classify.js';
 import { type Clock, MAX_TIMER_MS, systemClock } from '../core/clock.js';
+import type { HedgeOptions } from '../core/hedge.js';
 import {
+  type AttemptContext,
   type CallOptions,
   type GiveUpEvent,
   type GiveUpReason,
@@ -42,21 +44,32 @@ import {
 import {
   type BudgetFactory,
   DEFAULT_MAX_ORIGINS,
-  OriginBudgets,
+  type OriginBudgets,
   originOf,
 } from '../fetch/budgets.js';
 import { redactUrl } from '../fetch/redact.js';
-import { AUTO_KEY_METHODS, IDEMPOTENCY_KEY_HEADER, newIdempotencyKey } from '../fetch/request.js';
+import {
+  AUTO_KEY_METHODS,
+  HEDGE_HEADER,
+  IDEMPOTENCY_KEY_HEADER,
+  newIdempotencyKey,
+} from '../fetch/request.js';
 import {
   checkAttemptHeader,
   checkBreakers,
   checkBudgetFactory,
   checkIdempotencyKey,
-  checkMadeBudget,
   checkRetryMethods,
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
+import {
+  checkHedge,
+  isHedgeable,
+  type OriginPolicies,
+  originPolicies,
+  policyFor,
+} from '../http/hedging.js';
 import { type AttemptBody, attemptBody } from './body.js';
 import { isRetryFromAbove, readHeader, withHeader } from './headers.js';
 import type {
@@ -160,8 +173,29 @@ export interface InterceptorOptions
    */
   budget?: Budget | BudgetFactory | false | undefined;
   /**
-   * How many origins' budgets (and breakers) are remembered. Past it, the origin used least
-   * recently is forgotten and starts again with a fresh budget.
+   * Hedge slow GET and HEAD requests, and requests with an `Idempotency-Key`, as stormproof/fetch
+   * does: when a request has waited for its response head longer than nearly all recent ones to
+   * its origin (the p96 by default, learned per origin after 20 answers), the same request is
+   * dispatched again and the first head wins; the other dispatch is aborted through its
+   * controller (a response head already there has its body dropped). Each copy is paid from the
+   * origin's retry budget (none sent when it refuses), and none goes out while the origin pushes
+   * back (a 429 or 503, Retry-After), while its breaker is not closed, or while copies stop
+   * winning. A copy carries the attempt header (the number of dispatches of the request so far,
+   * gRPC A6's way) and `stormproof-hedge: 1`. Never a request that is not retried (a POST
+   * without a key, a layer above's retry), nor PUT or DELETE (two at once may race), nor one
+   * whose body is a stream (every body undici's fetch sends is one): it would have to be sent
+   * twice while it is still being read. See docs/hedging.md.
+   * @default undefined (no hedging)
+   * @example
+   * ```ts
+   * interceptor({ hedge: {} }); // one copy after the p96 of the origin's recent requests
+   * interceptor({ hedge: { delayMs: 50 } }); // a copy after a fixed 50 ms
+   * ```
+   */
+  hedge?: HedgeOptions | false | undefined;
+  /**
+   * How many origins' budgets (and breakers, and with `hedge` learned hedge delays) are
+   * remembered. Past it, the origin used least recently is forgotten and starts again fresh.
    * @default 1000
    * @example
    * ```ts
@@ -192,8 +226,9 @@ export interface InterceptorOptions
    */
   idempotencyKey?: 'auto' | false | undefined;
   /**
-   * The request header that carries the attempt number on retries (`2`, `3`, ...); `false` sends
-   * nothing. A request that arrives already carrying it with a number of 2 or more (a stormproof
+   * The request header that carries the attempt number on retries (`2`, `3`, ...); with `hedge`
+   * it counts every dispatch of the request, hedged copies included, and a hedged copy also
+   * carries `stormproof-hedge`. `false` sends neither. A request that arrives already carrying it with a number of 2 or more (a stormproof
    * client above retried) is sent once.
    * @default 'stormproof-attempt'
    * @example
@@ -271,6 +306,7 @@ export interface InterceptorOptions
 
 const OWNER = 'interceptor';
 const OWN_KEYS = [
+  'hedge',
   'idempotencyKey',
   'attemptHeader',
   'retryMethods',
@@ -298,7 +334,10 @@ interface Settings {
   readonly retryMethods: ReadonlySet<string>;
   readonly maxReplayBodyBytes: number;
   readonly policy: ResolvedPolicy;
-  readonly origins: OriginBudgets<ResolvedPolicy> | undefined;
+  /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
+  readonly hedging: boolean;
+  /** The policies of each origin (budget, hedging); undefined when `policy` serves all. */
+  readonly origins: OriginBudgets<OriginPolicies> | undefined;
   readonly breakers: BreakerRegistry | undefined;
   readonly hooks: Hooks;
   /** The failed responses of keyed requests: a 409 or 422 on them is final. */
@@ -447,6 +486,7 @@ export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
     breaker,
     maxReplayBodyBytes,
     unref,
+    hedge,
     ...rest
   } = o;
   const unrefTimers = checkBoolean('unref', unref);
@@ -456,6 +496,7 @@ export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
     );
   }
   const makeBudget = checkBudgetFactory(budget);
+  const hedgeOptions = checkHedge(OWNER, hedge);
   const resolved = resolvePolicy(
     OWNER,
     {
@@ -492,15 +533,8 @@ export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
     retryMethods: checkRetryMethods(OWNER, retryMethods),
     maxReplayBodyBytes: replayLimit,
     policy,
-    origins:
-      makeBudget === undefined
-        ? undefined
-        : new OriginBudgets(originLimit, (origin) =>
-            Object.freeze({
-              ...policy,
-              budget: checkMadeBudget(OWNER, makeBudget(origin), origin),
-            }),
-          ),
+    hedging: hedgeOptions !== undefined,
+    origins: originPolicies(OWNER, originLimit, policy, makeBudget, hedgeOptions),
     breakers: checkBreakers(OWNER, breaker, resolved.clock, resolved.random),
     hooks: {
       onRetry: resolved.onRetry as Hooks['onRetry'],
@@ -703,6 +737,8 @@ class Exchange implements UndiciController {
   private readonly headers: unknown;
   private readonly unrepeatable: UnrepeatableReason | undefined;
   private readonly isKeyed: boolean;
+  /** Sent with the origin's hedging policy: two copies of it may be in flight at once. */
+  private readonly hedgeable: boolean;
 
   constructor(
     private readonly settings: Settings,
@@ -730,6 +766,12 @@ class Exchange implements UndiciController {
       unrepeatable === undefined && settings.policy.maxAttempts > 1
         ? attemptBody(opts.body, settings.maxReplayBodyBytes)
         : attemptBody(opts.body, 0);
+    // A streamed body is recorded as its first dispatch sends it: a copy sent meanwhile would
+    // have nothing whole to send. Only bodies held whole (or none) are hedged.
+    this.hedgeable =
+      settings.hedging &&
+      isHedgeable(method, this.isKeyed, unrepeatable) &&
+      this.body.alwaysReplayable;
   }
 
   // The controller the caller's handler holds.
@@ -775,12 +817,17 @@ class Exchange implements UndiciController {
     if (settings.breakers !== undefined) call.breaker = settings.breakers.get(origin);
     let last: Attempt | undefined;
     this.addHooks(call, () => last);
-    const operation = ({ attempt, signal }: { attempt: number; signal: AbortSignal }) =>
+    /** Dispatches of this request so far, attempts and hedges. */
+    let copies = 0;
+    const operation = ({ signal, hedge }: AttemptContext) =>
       new Promise<Attempt>((resolve, reject) => {
+        // Without hedging, each attempt is one dispatch and this is its attempt number.
+        const sendNumber = ++copies;
         const settle = () => signal.removeEventListener('abort', onAbort);
         const done = (value: Attempt) => {
           settle();
-          last = value;
+          // A copy that lost is not the request's last response.
+          if (!signal.aborted) last = value;
           if (this.isKeyed) settings.keyed.add(value);
           resolve(value);
         };
@@ -795,13 +842,17 @@ class Exchange implements UndiciController {
           one.kill(signal.reason);
           return;
         }
+        let headers = this.headers;
+        if (sendNumber > 1 && settings.attemptHeader !== undefined) {
+          headers = withHeader(headers, settings.attemptHeader, String(sendNumber));
+          if (hedge !== undefined && hedge > 0) {
+            headers = withHeader(headers, HEDGE_HEADER, String(hedge));
+          }
+        }
         const attemptOpts: UndiciDispatchArgs = {
           ...this.opts,
-          headers:
-            attempt > 1 && settings.attemptHeader !== undefined
-              ? withHeader(this.headers, settings.attemptHeader, String(attempt))
-              : this.headers,
-          body: this.body.forAttempt(attempt),
+          headers,
+          body: this.body.forAttempt(sendNumber),
         };
         try {
           this.dispatch(attemptOpts, one);
@@ -809,7 +860,7 @@ class Exchange implements UndiciController {
           one.onResponseError(undefined, error as Error);
         }
       });
-    let policy = settings.origins === undefined ? settings.policy : settings.origins.get(origin);
+    let policy = policyFor(settings.policy, settings.origins, origin, this.hedgeable);
     if (!this.body.alwaysReplayable && this.unrepeatable === undefined) {
       policy = { ...policy, shouldRetry: guardBody(policy.shouldRetry as Judge, this) };
     }
