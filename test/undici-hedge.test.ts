@@ -240,6 +240,24 @@ for (const lateMs of [0, 3]) {
       });
     });
 
+    it("a keyed request: the hedge's 409 (a copy already in progress) does not end it when the first copy's 503 came before", async () => {
+      // The first copy fails with 503 at 60 ms; its hedge, dispatched at 50 ms while the first was
+      // in progress, is told 409 at 80 ms. The attempt's failure is the 503: retried, then 200.
+      const { clock, next, d } = setup({ baseDelayMs: 100 }, (_s, i) =>
+        i === 0 ? { ms: 60, status: 503 } : i === 1 ? { ms: 30, status: 409 } : { ms: 1 },
+      );
+      const args = { method: 'POST', body: 'x', headers: { 'idempotency-key': '"k9"' } };
+      const result = await settle(clock, request(d, args));
+      expect(result.status).toBe(200);
+      expect(result.body).toBe('body 2');
+      expect(next.sent).toHaveLength(3);
+      // A 409 of the first copy itself is final for a keyed request, as without hedging.
+      const own = setup({ baseDelayMs: 100 }, () => ({ ms: 30, status: 409 }));
+      const conflict = await settle(own.clock, request(own.d, args));
+      expect(conflict.status).toBe(409);
+      expect(own.next.sent).toHaveLength(1);
+    });
+
     it('numbers every dispatch of a request: a retry after a hedged attempt is the third', async () => {
       const { clock, next, d } = setup({ baseDelayMs: 100 }, (_s, i) =>
         i < 2 ? { ms: i === 0 ? 60 : 20, status: 502 } : { ms: 1 },

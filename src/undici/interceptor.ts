@@ -342,6 +342,8 @@ interface Settings {
   readonly hooks: Hooks;
   /** The failed responses of keyed requests: a 409 or 422 on them is final. */
   readonly keyed: WeakSet<object>;
+  /** How the engine judges an attempt's response (and a hedged copy's 409). */
+  readonly check: ResultCheck<Attempt>;
 }
 
 /** Errors this interceptor handed to a caller's handler, each with the engine's report. */
@@ -542,6 +544,7 @@ export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
       onSuccess: resolved.onSuccess as Hooks['onSuccess'],
     },
     keyed,
+    check: attemptCheck(keyed),
   };
   return (next) => {
     const dispatch = next as unknown as UndiciDispatch;
@@ -717,7 +720,18 @@ function asError(reason: unknown): Error {
 }
 
 const isFailure = (attempt: Attempt): boolean => attempt.status >= 400;
-const CHECK: ResultCheck<Attempt> = { isFailure, discard: (attempt) => attempt.discard() };
+
+/** How the engine judges an interceptor's attempts; `keyed` holds the keyed requests' responses. */
+function attemptCheck(keyed: WeakSet<object>): ResultCheck<Attempt> {
+  return {
+    isFailure,
+    discard: (attempt) => attempt.discard(),
+    // A hedge of a keyed request told 409 met its own first copy in progress: that says nothing
+    // of the request, so another copy's failure decides the attempt.
+    isCopyConflict: (failure) =>
+      failure instanceof Attempt && failure.status === 409 && keyed.has(failure),
+  };
+}
 
 /**
  * One request through the interceptor, from dispatch to the caller's last callback. It is also
@@ -815,8 +829,9 @@ class Exchange implements UndiciController {
     this.handler.onRequestStart?.(this, {});
     const call: CallOptions = { signal: this.caller.signal };
     if (settings.breakers !== undefined) call.breaker = settings.breakers.get(origin);
-    let last: Attempt | undefined;
-    this.addHooks(call, () => last);
+    /** The latest successful response of a copy still in the race: the one onSuccess describes. */
+    let succeeded: Attempt | undefined;
+    this.addHooks(call, () => succeeded);
     /** Dispatches of this request so far, attempts and hedges. */
     let copies = 0;
     const operation = ({ signal, hedge }: AttemptContext) =>
@@ -826,8 +841,7 @@ class Exchange implements UndiciController {
         const settle = () => signal.removeEventListener('abort', onAbort);
         const done = (value: Attempt) => {
           settle();
-          // A copy that lost is not the request's last response.
-          if (!signal.aborted) last = value;
+          if (!signal.aborted && !isFailure(value)) succeeded = value;
           if (this.isKeyed) settings.keyed.add(value);
           resolve(value);
         };
@@ -864,7 +878,7 @@ class Exchange implements UndiciController {
     if (!this.body.alwaysReplayable && this.unrepeatable === undefined) {
       policy = { ...policy, shouldRetry: guardBody(policy.shouldRetry as Judge, this) };
     }
-    execute(policy, operation, call, CHECK, this.unrepeatable).then(
+    execute(policy, operation, call, settings.check, this.unrepeatable).then(
       (attempt) => {
         if (this.bodyRefused) amendReason(attempt, 'body-not-replayable');
         try {
@@ -885,7 +899,7 @@ class Exchange implements UndiciController {
   }
 
   /** Request-shaped hooks for this call, when the interceptor has any. */
-  private addHooks(call: CallOptions, last: () => Attempt | undefined): void {
+  private addHooks(call: CallOptions, succeeded: () => Attempt | undefined): void {
     const { onRetry, onGiveUp, onSuccess } = this.settings.hooks;
     if (onRetry === undefined && onGiveUp === undefined && onSuccess === undefined) return;
     let about: { method: string; url: string } | undefined;
@@ -895,9 +909,9 @@ class Exchange implements UndiciController {
     };
     const shape = <E extends { readonly error: unknown }>(event: E) => {
       const { error, ...rest } = event;
-      const response = last();
-      return response !== undefined && error === response
-        ? { ...rest, ...describe(), status: response.status }
+      // A failed response is passed on as a status; only errors are described as errors.
+      return error instanceof Attempt
+        ? { ...rest, ...describe(), status: error.status }
         : { ...rest, ...describe(), error };
     };
     if (onRetry !== undefined) call.onRetry = (event) => onRetry(shape(event));
@@ -910,7 +924,7 @@ class Exchange implements UndiciController {
     }
     if (onSuccess !== undefined) {
       call.onSuccess = (event) => {
-        const response = last();
+        const response = succeeded();
         onSuccess({
           ...event,
           ...describe(),
