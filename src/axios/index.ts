@@ -28,10 +28,11 @@
 import { axiosRetry } from './interceptor.js';
 
 export type { Budget } from '../core/budgets/budget.js';
+export type { HedgeOptions } from '../core/hedge.js';
 export type { GiveUpReason, RetryEvent, RetryReport } from '../core/options.js';
 export { getRetryReport } from '../core/report.js';
 export type { BudgetFactory } from '../fetch/budgets.js';
-export { DEFAULT_RETRY_METHODS, IDEMPOTENCY_KEY_HEADER } from '../fetch/request.js';
+export { DEFAULT_RETRY_METHODS, HEDGE_HEADER, IDEMPOTENCY_KEY_HEADER } from '../fetch/request.js';
 export { DEFAULT_ATTEMPT_HEADER } from '../http/checks.js';
 export { type DelayError, exponentialDelay, linearDelay, noDelay, retryAfter } from './delays.js';
 export {

@@ -19,6 +19,7 @@ import type {
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
 import type { Verdict } from '../core/classify.js';
+import { HedgeLostError, type HedgeOptions } from '../core/hedge.js';
 import {
   type AttemptContext,
   type CallOptions,
@@ -33,7 +34,7 @@ import {
   type UnrepeatableReason,
 } from '../core/options.js';
 import { getRetryReport } from '../core/report.js';
-import { execute } from '../core/retry.js';
+import { execute, type ResultCheck } from '../core/retry.js';
 import {
   checkKnownKeys,
   checkNumber,
@@ -44,7 +45,7 @@ import {
 import {
   type BudgetFactory,
   DEFAULT_MAX_ORIGINS,
-  OriginBudgets,
+  type OriginBudgets,
   originOf,
 } from '../fetch/budgets.js';
 import { redactUrl } from '../fetch/redact.js';
@@ -52,6 +53,7 @@ import {
   AUTO_KEY_METHODS,
   FETCH_ATTEMPT_TIMEOUT_MS,
   FETCH_DEADLINE_MS,
+  HEDGE_HEADER,
   IDEMPOTENCY_KEY_HEADER,
   isReplayableBody,
   newIdempotencyKey,
@@ -61,11 +63,17 @@ import {
   checkBreakers,
   checkBudgetFactory,
   checkIdempotencyKey,
-  checkMadeBudget,
   checkRetryMethods,
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
+import {
+  checkHedge,
+  isHedgeable,
+  type OriginPolicies,
+  originPolicies,
+  policyFor,
+} from '../http/hedging.js';
 import { exponentialDelay } from './delays.js';
 
 /** The total time of one axios request, in ms, attempts and waits included: stormproof/fetch's. */
@@ -248,7 +256,27 @@ export interface AxiosRetryOptions
    */
   budget?: Budget | BudgetFactory | false | undefined;
   /**
-   * How many origins' budgets are remembered; past it the least recently used is forgotten.
+   * Hedge slow GET and HEAD requests, and requests with an `Idempotency-Key`, as stormproof/fetch
+   * does: when a request has run longer than nearly all recent ones to its origin (the p96 by
+   * default, learned per origin after 20 answers), the adapter is called again with the same
+   * request and the first answer wins; the other copy is cancelled through its `signal`. Each
+   * copy is paid from the origin's retry budget (none sent when it refuses), and none goes out
+   * while the origin pushes back (a 429 or 503, Retry-After), while its breaker is not closed,
+   * or while copies stop winning. A copy carries the attempt header (the number of sends of the
+   * request so far, gRPC A6's way) and `stormproof-hedge: 1`. Never a request that is not
+   * retried (a POST without a key, a stream body, `stormproof: false`), nor PUT or DELETE (two
+   * at once may race). See docs/hedging.md.
+   * @default undefined (no hedging)
+   * @example
+   * ```ts
+   * axiosRetry(axios, { hedge: {} }); // one copy after the p96 of the origin's recent requests
+   * axiosRetry(axios, { hedge: { delayMs: 50 } }); // a copy after a fixed 50 ms
+   * ```
+   */
+  hedge?: HedgeOptions | false | undefined;
+  /**
+   * How many origins' budgets (and, with `hedge`, learned hedge delays) are remembered; past it
+   * the least recently used is forgotten.
    * @default 1000
    * @example
    * ```ts
@@ -277,8 +305,9 @@ export interface AxiosRetryOptions
    */
   idempotencyKey?: 'auto' | false | undefined;
   /**
-   * The request header carrying the attempt number on retries (`2`, `3`, ...); `false` for none.
-   * A cross-origin retry from a browser then needs the header in `Access-Control-Allow-Headers`.
+   * The request header carrying the attempt number on retries (`2`, `3`, ...); with `hedge` it
+   * counts every send, hedged copies included, and a hedged copy also carries `stormproof-hedge`.
+   * `false` sends neither. A cross-origin retry from a browser then needs the header in `Access-Control-Allow-Headers`.
    * @default 'stormproof-attempt'
    * @example
    * ```ts
@@ -352,6 +381,7 @@ const AXIOS_RETRY_KEYS = [
 ] as const;
 const REQUEST_KEYS: readonly string[] = [...AXIOS_RETRY_KEYS, 'deadlineMs'];
 const OWN_KEYS = [
+  'hedge',
   'idempotencyKey',
   'attemptHeader',
   'retryMethods',
@@ -394,7 +424,10 @@ interface Settings {
   readonly attemptHeader: string | undefined;
   readonly retryMethods: ReadonlySet<string>;
   readonly policy: ResolvedPolicy;
-  readonly origins: OriginBudgets<ResolvedPolicy> | undefined;
+  /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
+  readonly hedging: boolean;
+  /** The policies of each origin (budget, hedging); undefined when `policy` serves all. */
+  readonly origins: OriginBudgets<OriginPolicies> | undefined;
   readonly breakers: BreakerRegistry | undefined;
   readonly rules: RequestRules;
   readonly onGiveUp: ((event: AxiosGiveUpEvent) => unknown) | undefined;
@@ -523,9 +556,11 @@ export function axiosRetry(axios: AxiosLike, options?: AxiosRetryOptions): Axios
     validateResponse,
     onGiveUp,
     onSuccess,
+    hedge,
     ...rest
   } = o;
   const makeBudget = checkBudgetFactory(budget);
+  const hedgeOptions = checkHedge(OWNER, hedge);
   const policy = resolvePolicy(
     OWNER,
     {
@@ -589,15 +624,8 @@ export function axiosRetry(axios: AxiosLike, options?: AxiosRetryOptions): Axios
     attemptHeader: checkAttemptHeader(OWNER, attemptHeader),
     retryMethods: checkRetryMethods(OWNER, retryMethods),
     policy: shared,
-    origins:
-      makeBudget === undefined
-        ? undefined
-        : new OriginBudgets(originLimit, (origin) =>
-            Object.freeze({
-              ...shared,
-              budget: checkMadeBudget(OWNER, makeBudget(origin), origin),
-            }),
-          ),
+    hedging: hedgeOptions !== undefined,
+    origins: originPolicies(OWNER, originLimit, shared, makeBudget, hedgeOptions),
     breakers: checkBreakers(OWNER, breaker, policy.clock, policy.random),
     rules,
     onGiveUp: policy.onGiveUp as Settings['onGiveUp'],
@@ -697,6 +725,25 @@ function discardBody(error: unknown): void {
 
 const noop = () => {};
 
+/**
+ * How the engine treats a hedged request's copies: a failed copy throws (axios' own way), so no
+ * value is a failure; a copy that answered after another won has its body closed.
+ */
+const COPIES: ResultCheck<AxiosResponse> = {
+  isFailure: () => false,
+  discard: (response) => discardBody({ response }),
+};
+
+/**
+ * A keyed request's copies: a hedge told 409 met its own first copy in progress, which says
+ * nothing of the request, so another copy's failure decides the attempt.
+ */
+const KEYED_COPIES: ResultCheck<AxiosResponse> = {
+  ...COPIES,
+  isCopyConflict: (failure) =>
+    (failure as { response?: { status?: unknown } } | null)?.response?.status === 409,
+};
+
 /** The signal a call may watch: an AbortSignal or one shaped like it; axios also allows others. */
 function callerSignalOf(config: InternalAxiosRequestConfig): AbortSignal | undefined {
   const s = config.signal as { aborted?: unknown; addEventListener?: unknown } | undefined;
@@ -782,6 +829,7 @@ async function send(
   let unrepeatable: UnrepeatableReason | undefined;
   if (!isKeyed && !settings.retryMethods.has(method)) unrepeatable = 'not-idempotent';
   else if (!isReplayableBody(config.data)) unrepeatable = 'body-not-replayable';
+  const hedgeable = settings.hedging && isHedgeable(method, isKeyed, unrepeatable);
 
   const url = fullUrl(config);
   const origin = originOf(url);
@@ -795,7 +843,11 @@ async function send(
   let pendingHook: Promise<unknown> | undefined;
   let lastStatus: number | undefined;
 
-  const operation = async ({ attempt, signal }: AttemptContext): Promise<AxiosResponse> => {
+  /** Sends of this request so far, attempts and hedges. */
+  let copies = 0;
+  const operation = async ({ signal, hedge }: AttemptContext): Promise<AxiosResponse> => {
+    // Without hedging, each attempt is one send and this is its attempt number.
+    const sendNumber = ++copies;
     if (pendingHook !== undefined) {
       const hook = pendingHook;
       pendingHook = undefined;
@@ -807,12 +859,11 @@ async function send(
       }
     }
     const attemptConfig: InternalAxiosRequestConfig = { ...config, signal };
-    if (attempt > 1 && settings.attemptHeader !== undefined) {
-      attemptConfig.headers = withHeader(
-        config.headers,
-        settings.attemptHeader,
-        String(attempt),
-      ) as InternalAxiosRequestConfig['headers'];
+    if (sendNumber > 1 && settings.attemptHeader !== undefined) {
+      let headers = withHeader(config.headers, settings.attemptHeader, String(sendNumber));
+      if (hedge !== undefined && hedge > 0)
+        headers = withHeader(headers, HEDGE_HEADER, String(hedge));
+      attemptConfig.headers = headers as InternalAxiosRequestConfig['headers'];
     }
     // The whole request's timeout is the call's deadline (below): the engine ends the attempt.
     if (!rules.shouldResetTimeout && timeout > 0) attemptConfig.timeout = 0;
@@ -820,11 +871,12 @@ async function send(
     if (validateResponse !== undefined) attemptConfig.validateStatus = () => false;
     try {
       const response = await adapter(attemptConfig);
-      lastStatus = response.status;
+      // A copy that lost the race is not the request's last answer.
+      if (!(signal.reason instanceof HedgeLostError)) lastStatus = response.status;
       return response;
     } catch (error) {
       const response = (error as { response?: AxiosResponse } | null)?.response;
-      lastStatus = response?.status;
+      if (!(signal.reason instanceof HedgeLostError)) lastStatus = response?.status;
       if (validateResponse !== undefined && response != null && validateResponse(response)) {
         return response;
       }
@@ -866,8 +918,7 @@ async function send(
     return verdict;
   };
 
-  const origins = settings.origins;
-  const base = origins === undefined ? settings.policy : origins.get(origin);
+  const base = policyFor(settings.policy, settings.origins, origin, hedgeable);
   const policy: ResolvedPolicy = {
     ...base,
     maxAttempts: rules.maxAttempts,
@@ -916,7 +967,13 @@ async function send(
   }
 
   try {
-    return await execute(policy, operation, call, undefined, unrepeatable);
+    return await execute(
+      policy,
+      operation,
+      call,
+      hedgeable ? (isKeyed ? KEYED_COPIES : COPIES) : undefined,
+      unrepeatable,
+    );
   } catch (error) {
     const hook = rules.onMaxRetryTimesExceeded;
     const report = getRetryReport(error);
