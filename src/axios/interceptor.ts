@@ -28,7 +28,6 @@ import {
   type ResolvedPolicy,
   type RetryDecisionContext,
   type RetryEvent,
-  type RetryPolicyOptions,
   resolvePolicy,
   type SuccessEvent,
   type UnrepeatableReason,
@@ -64,6 +63,7 @@ import {
   checkBudgetFactory,
   checkIdempotencyKey,
   checkRetryMethods,
+  type HttpPolicyOptions,
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
@@ -213,18 +213,7 @@ declare module 'axios' {
 
 /** The options of `axiosRetry`: axios-retry's, the engine's policy options and the HTTP rules. */
 export interface AxiosRetryOptions
-  extends Omit<
-      RetryPolicyOptions,
-      | 'onRetry'
-      | 'onGiveUp'
-      | 'onSuccess'
-      | 'deadlineMs'
-      | 'attemptTimeoutMs'
-      | 'budget'
-      | 'breaker'
-      | 'shouldRetry'
-      | 'hedge'
-    >,
+  extends Omit<HttpPolicyOptions, 'shouldRetry'>,
     Omit<AxiosRetryRequestOptions, 'deadlineMs'> {
   /**
    * The total time of one request, in ms, waits included. A retry whose wait would end past it

@@ -38,7 +38,6 @@ import {
   type ResolvedPolicy,
   type RetryDecisionContext,
   type RetryEvent,
-  type RetryPolicyOptions,
   type RetryReport,
   resolvePolicy,
   type SuccessEvent,
@@ -53,6 +52,7 @@ import {
   checkBudgetFactory,
   checkIdempotencyKey,
   checkRetryMethods,
+  type HttpPolicyOptions,
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
@@ -183,18 +183,7 @@ export interface FetchSuccessEvent extends SuccessEvent, FetchEventContext, Tran
  * The options of `createFetch`: the engine's policy options (each with its default, see
  * docs/retry.md), the hooks with fetch-shaped events, and the options of fetch itself.
  */
-export interface CreateFetchOptions
-  extends Omit<
-    RetryPolicyOptions,
-    | 'onRetry'
-    | 'onGiveUp'
-    | 'onSuccess'
-    | 'deadlineMs'
-    | 'attemptTimeoutMs'
-    | 'budget'
-    | 'breaker'
-    | 'hedge'
-  > {
+export interface CreateFetchOptions extends HttpPolicyOptions {
   /**
    * The total time of one call, in ms, from its start, waits included. A retry whose wait would
    * end past it is not made. Longer than the engine's 3 s: a drop-in `fetch` must not fail a

@@ -15,6 +15,7 @@ import type { Budget } from '../core/budgets/budget.js';
 import type { Clock } from '../core/clock.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
 import { capMaxAttempts } from './limits.js';
+import { noListener, wholeListener } from './listener.js';
 import { MAX_PUSHBACK_MS, PUSHBACK_TRAILER, parsePushback } from './pushback.js';
 import { CODE, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
 
@@ -95,12 +96,6 @@ interface Attempt {
   done: boolean;
 }
 
-const noListener: InterceptingListener = {
-  onReceiveMetadata: () => {},
-  onReceiveMessage: () => {},
-  onReceiveStatus: () => {},
-};
-
 const noop = () => {};
 
 /**
@@ -138,12 +133,7 @@ export class HedgingCall implements InterceptingCallInterface {
 
   start(metadata: Metadata, listener?: Partial<InterceptingListener>): void {
     this.metadata = metadata;
-    this.listener = {
-      onReceiveMetadata:
-        listener?.onReceiveMetadata?.bind(listener) ?? noListener.onReceiveMetadata,
-      onReceiveMessage: listener?.onReceiveMessage?.bind(listener) ?? noListener.onReceiveMessage,
-      onReceiveStatus: listener?.onReceiveStatus?.bind(listener) ?? noListener.onReceiveStatus,
-    };
+    this.listener = wholeListener(listener);
     // A call not started yet names the channel's target as its peer: the throttle's key.
     this.firstCall = this.nextCall(this.options);
     this.budget = this.budgetOf(this.firstCall.getPeer());

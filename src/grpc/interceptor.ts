@@ -34,6 +34,7 @@ import {
   type ResolvedHedging,
 } from './hedging.js';
 import { capMaxAttempts } from './limits.js';
+import { noListener, wholeListener } from './listener.js';
 import {
   MAX_PUSHBACK_MS,
   PUSHBACK_TRAILER,
@@ -513,12 +514,6 @@ interface Running {
   halfClosed: boolean;
 }
 
-const noListener: InterceptingListener = {
-  onReceiveMetadata: () => {},
-  onReceiveMessage: () => {},
-  onReceiveStatus: () => {},
-};
-
 /**
  * One gRPC call as the application sees it, made of one or more attempts. It keeps the request
  * metadata and messages to resend, passes the first committed attempt's answers through, and
@@ -555,12 +550,7 @@ class RetryingCall implements InterceptingCallInterface {
 
   start(metadata: Metadata, listener?: Partial<InterceptingListener>): void {
     this.metadata = metadata;
-    this.listener = {
-      onReceiveMetadata:
-        listener?.onReceiveMetadata?.bind(listener) ?? noListener.onReceiveMetadata,
-      onReceiveMessage: listener?.onReceiveMessage?.bind(listener) ?? noListener.onReceiveMessage,
-      onReceiveStatus: listener?.onReceiveStatus?.bind(listener) ?? noListener.onReceiveStatus,
-    };
+    this.listener = wholeListener(listener);
     const deadline = this.options.deadline;
     const left =
       deadline === undefined || deadline === Number.POSITIVE_INFINITY

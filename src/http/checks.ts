@@ -5,10 +5,27 @@ import { BreakerRegistry, type BreakerRegistryOptions } from '../core/breaker/re
 import { type Budget, isBudget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import type { Clock, RandomSource } from '../core/clock.js';
-import type { RetryDecisionContext } from '../core/options.js';
+import type { RetryDecisionContext, RetryPolicyOptions } from '../core/options.js';
 import { show } from '../core/validate.js';
 import type { BudgetFactory } from '../fetch/budgets.js';
 import { DEFAULT_RETRY_METHODS, TOKEN } from '../fetch/request.js';
+
+/**
+ * The engine's options an HTTP adapter (createFetch, the undici interceptor, axiosRetry) takes as
+ * they are; each defines the rest itself: its hooks (with the request's method, URL and status),
+ * its deadline and attempt timeout (longer defaults), per-origin budgets and breakers, hedging.
+ */
+export type HttpPolicyOptions = Omit<
+  RetryPolicyOptions,
+  | 'onRetry'
+  | 'onGiveUp'
+  | 'onSuccess'
+  | 'deadlineMs'
+  | 'attemptTimeoutMs'
+  | 'budget'
+  | 'breaker'
+  | 'hedge'
+>;
 
 /**
  * The request header that tells the layer below that a request is a retry: its value is the

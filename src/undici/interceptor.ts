@@ -26,7 +26,6 @@ import {
   type RetryAnswer,
   type RetryDecisionContext,
   type RetryEvent,
-  type RetryPolicyOptions,
   resolvePolicy,
   type SuccessEvent,
   type UnrepeatableReason,
@@ -60,6 +59,7 @@ import {
   checkBudgetFactory,
   checkIdempotencyKey,
   checkRetryMethods,
+  type HttpPolicyOptions,
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
@@ -126,18 +126,7 @@ export interface UndiciSuccessEvent extends SuccessEvent, UndiciEventContext {}
  * its default, see docs/retry.md), the hooks with request-shaped events, and the HTTP rules it
  * shares with stormproof/fetch.
  */
-export interface InterceptorOptions
-  extends Omit<
-    RetryPolicyOptions,
-    | 'onRetry'
-    | 'onGiveUp'
-    | 'onSuccess'
-    | 'deadlineMs'
-    | 'attemptTimeoutMs'
-    | 'budget'
-    | 'breaker'
-    | 'hedge'
-  > {
+export interface InterceptorOptions extends HttpPolicyOptions {
   /**
    * The total time of one request, in ms, from its dispatch until the response head it returns,
    * waits included: a retry whose wait would end past it is not made, and an attempt still
