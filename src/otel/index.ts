@@ -40,6 +40,7 @@ import {
   wrapAttempts,
 } from '../core/instrument.js';
 import { show } from '../core/validate.js';
+import type { ShedderStats } from '../server/shedder.js';
 
 /** The options of `instrument`. */
 export interface InstrumentOptions {
@@ -102,13 +103,10 @@ export interface Instrumentation {
 }
 
 /** What the server gauges read from each engine's `stats()`. */
-interface ServerStats {
-  readonly inflight: number;
-  readonly limit: number;
-  readonly queued: number;
-  readonly rampShare: number;
-  readonly throttleProbability: number;
-}
+type ServerStats = Pick<
+  ShedderStats,
+  'inflight' | 'limit' | 'queued' | 'rampShare' | 'throttleProbability'
+>;
 
 const SCOPE = 'stormproof';
 const VERSION = '0.1.0';
