@@ -99,7 +99,7 @@ export const limits: Scenario = {
         concurrencies: numbersOf(values.concurrency),
         servicesMs: numbersOf(values.serviceMs),
         loads: numbersOf(values.loads),
-        service: values.service as 'uniform' | 'exponential',
+        service: values.service as LimitsSweepResult['service'],
         maxRequests: values.maxRequests,
         seed: Number(values.seed),
       },

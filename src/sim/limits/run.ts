@@ -234,7 +234,6 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
   let admitted = 0;
   let rejected = 0;
   let offered = 0;
-  let measuredRejected = 0;
   // Capacity served from measureFromMs on, in requests (the concurrency may step).
   const serve = (ticket: Ticket, arrivedAt: number) => {
     busy++;
@@ -262,10 +261,7 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
       else pool.push({ ticket: a, arrivedAt });
     } else {
       rejected++;
-      if (arrivedAt >= o.measureFromMs) {
-        measuredRejected++;
-        rejections.push(now - arrivedAt);
-      }
+      if (arrivedAt >= o.measureFromMs) rejections.push(now - arrivedAt);
     }
   };
   const perMs = (o.load * o.concurrency) / o.serviceMs;
@@ -313,7 +309,7 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
     trace,
     goodput: capacity > 0 ? completed / capacity : 0,
     offered,
-    rejectedShare: offered > 0 ? measuredRejected / offered : 0,
+    rejectedShare: offered > 0 ? rejections.length / offered : 0,
     belowShare: belowShare(trace, o, o.measureFromMs, o.durationMs),
     admittedP99: p99(latencies),
     queueWaitP99: p99(queueWaits),
