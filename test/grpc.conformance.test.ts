@@ -932,7 +932,10 @@ const HEDGING: Case[] = [
         nonFatal: ['UNAVAILABLE'],
         throttling: { maxTokens: 10, tokenRatio: 0.1 },
       });
-      s.always({ code: UNAVAILABLE });
+      // Answered 30 ms late, so that both attempts are out before either failure takes its
+      // token (at once, the first failure could come back before the hedge's timer of 0 ms fired
+      // on a busy machine, leaving 5 tokens and no hedge on the third call).
+      s.always({ code: UNAVAILABLE, delayMs: 30 });
       // hedgingDelay 0: both attempts go at once while tokens > 5. Each failed attempt takes a
       // token: 10 -> 8 -> 6 -> 4; then the fourth call sends its first attempt only.
       for (let i = 0; i < 3; i++) await call(client, 'Unary');
