@@ -34,6 +34,8 @@ export {
   type RatioBudgetOptions,
   RetryBudget,
   type RetryBudgetOptions,
+  RetryQuota,
+  type RetryQuotaOptions,
   TokenBucket,
   type TokenBucketOptions,
 } from './core/budgets/index.js';

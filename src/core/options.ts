@@ -361,7 +361,7 @@ export interface RetryPolicyOptions extends RetryHooks {
   breaker?: CircuitBreaker | undefined;
   /**
    * The retry budget shared by the calls of this policy: a `RetryBudget`, `TokenBucket`,
-   * `RatioBudget`, your own `Budget`, or `false` for none.
+   * `RatioBudget`, `RetryQuota`, your own `Budget`, or `false` for none.
    * @default new RetryBudget() for createRetryPolicy; none for a one-off retry()
    * @example
    * ```ts
@@ -504,7 +504,7 @@ function checkBudget(owner: string, budget: unknown): Budget | undefined {
   if (budget === false) return undefined;
   if (!isBudget(budget)) {
     throw new TypeError(
-      `stormproof: ${owner} budget must be a Budget (RetryBudget, TokenBucket, RatioBudget, or an object with recordRequest, recordSuccess, recordFailure and tryRetry) or false, got ${show(budget)}`,
+      `stormproof: ${owner} budget must be a Budget (RetryBudget, TokenBucket, RatioBudget, RetryQuota, or an object with recordRequest, recordSuccess, recordFailure and tryRetry) or false, got ${show(budget)}`,
     );
   }
   return budget;

@@ -456,7 +456,7 @@ class Call<T> implements Deadline, AbortWatcher {
     }
     this.settle();
     const policy = this.policy;
-    policy.budget?.recordSuccess();
+    policy.budget?.recordSuccess(more?.state?.retriedKind);
     const call = more?.call;
     if (policy.onSuccess !== undefined || call?.onSuccess !== undefined) {
       const hedges = more?.hedges;

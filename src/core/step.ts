@@ -2,7 +2,7 @@
 // the deadline, ask the budget. `retry()`, the fetch adapter and the simulator all drive this
 // same function; none of them decides anything on its own.
 import { backoffCeiling, jitteredDelay } from './backoff.js';
-import { classify, type Verdict } from './classify.js';
+import { classify, type FailureKind, type Verdict } from './classify.js';
 import type {
   GiveUpReason,
   ResolvedPolicy,
@@ -29,6 +29,11 @@ export interface RetryState {
   readonly deadlineMs?: number;
   /** How many 500s this call has retried. */
   readonly internalErrorRetries: number;
+  /**
+   * The kind of failure this attempt retries; absent on the first attempt. Told to the budget
+   * when the attempt succeeds, so a budget that charges by kind can refund the retry.
+   */
+  readonly retriedKind?: FailureKind;
   /**
    * Set when the call must not be repeated (a POST without an idempotency key, a streamed body):
    * a failure that could pass then gives up with this reason, before the budget is asked.
@@ -156,7 +161,7 @@ export function step(
 ): Decision {
   const budget = policy.budget;
   if (outcome.ok) {
-    budget?.recordSuccess();
+    budget?.recordSuccess(state.retriedKind);
     return SUCCEEDED;
   }
   const error = outcome.error;
@@ -223,7 +228,7 @@ export function step(
   }
   // A retry must start before the deadline, with time left to run.
   if (elapsedMs + delayMs >= deadlineMs) return giveUp('deadline');
-  if (budget !== undefined && !budget.tryRetry(nowMs)) return giveUp('budget');
+  if (budget !== undefined && !budget.tryRetry(nowMs, verdict.kind)) return giveUp('budget');
 
   return {
     action: 'retry',
@@ -237,6 +242,7 @@ export function step(
       totalDelayMs: state.totalDelayMs + delayMs,
       ...(state.deadlineMs === undefined ? {} : { deadlineMs: state.deadlineMs }),
       internalErrorRetries: state.internalErrorRetries + (verdict.kind === 'internal' ? 1 : 0),
+      retriedKind: verdict.kind,
     },
   };
 }

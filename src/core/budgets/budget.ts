@@ -1,3 +1,5 @@
+import type { FailureKind } from '../classify.js';
+
 /**
  * A retry budget: shared across calls, it decides whether one more retry may be sent.
  *
@@ -14,16 +16,24 @@ export interface Budget {
   /**
    * An attempt succeeded. It is given no time: no budget of the field counts successes by time,
    * and sparing the success path a clock read keeps a retry wrapper nearly free when nothing fails.
+   * `retried` is the kind of failure the attempt retried, undefined for a call's first attempt:
+   * a budget that charges retries by kind can refund what the retry cost (the AWS SDKs' retry
+   * quota does).
    */
-  recordSuccess(): void;
+  recordSuccess(retried?: FailureKind): void;
   /**
    * An attempt failed. `retryable` is true when the failure was the server's or the network's
    * (a retryable error, or a server's "overloaded, don't retry"), false for a malformed request,
    * which must not count against the server's health.
    */
   recordFailure(nowMs: number, retryable: boolean): void;
-  /** Asked just before a retry waits: true allows it (and spends what it costs), false refuses. */
-  tryRetry(nowMs: number): boolean;
+  /**
+   * Asked just before a retry waits: true allows it (and spends what it costs), false refuses.
+   * `kind` is the kind of failure the retry is for, so a retry of a throttled call can cost less
+   * or more than one of a timeout; undefined when the engine asks for a hedge, which follows no
+   * failure.
+   */
+  tryRetry(nowMs: number, kind?: FailureKind): boolean;
 }
 
 /** Whether `value` has the four methods of a {@link Budget}. */
