@@ -281,6 +281,7 @@ export interface RetryPolicyOptions extends RetryHooks {
    * @example
    * ```ts
    * { throttledDelayMultiplier: 10 }
+   * { baseDelayMs: 50, throttledDelayMultiplier: 20 } // the AWS SDKs' 2026 bases: 50 ms, 1 s for a 429
    * ```
    */
   throttledDelayMultiplier?: number | undefined;
