@@ -12,6 +12,7 @@ import { ENGINE_TARGET_PREFIXES, engineSections, measureRuns, summarize } from '
 import { herdSection } from './herd.mjs';
 import { herdCountedSection } from './herd-counted.mjs';
 import { herdVsPythonSection } from './herd-vs-python.mjs';
+import { instrumentSection } from './instrument.mjs';
 import { mapSection } from './map.mjs';
 import { measureServerRuns, serverSection } from './server.mjs';
 
@@ -25,6 +26,7 @@ const SECTIONS = {
   server: '## Server under overload',
   map: '## stormproof map',
   engine: '## Success path',
+  instrument: '## Event source with nobody subscribed',
 };
 if (only !== undefined && !(only in SECTIONS)) {
   throw new Error(
@@ -86,6 +88,39 @@ if (only === 'engine') {
   process.exit(process.exitCode ?? 0);
 }
 
+if (only === 'instrument') {
+  const measured = instrumentSection({ smoke });
+  if (smoke) {
+    process.stdout.write(`${measured.row}\n\n${measured.section}`);
+    process.exit(process.exitCode ?? 0);
+  }
+  let doc = readFileSync(docs, 'utf8');
+  const at = doc.indexOf(SECTIONS.instrument);
+  if (at >= 0) {
+    const next = doc.indexOf('\n## ', at + 1);
+    doc = `${doc.slice(0, at)}${measured.section.trimEnd()}\n${next < 0 ? '' : doc.slice(next)}`;
+  } else {
+    // First time: after the fetch section, before the herd's.
+    const herdAt = doc.indexOf('\n## Herd outcomes');
+    if (herdAt < 0) throw new Error('docs/benchmarks.md has no "## Herd outcomes" section');
+    doc = `${doc.slice(0, herdAt + 1)}${measured.section.trimEnd()}\n${doc.slice(herdAt)}`;
+  }
+  // Its row of the Targets table, replaced or added at the table's end.
+  const lines = doc.split('\n');
+  const header = lines.indexOf('| target | measured | met? |');
+  if (header < 0) throw new Error('docs/benchmarks.md has no Targets table');
+  let last = header + 2;
+  while (last < lines.length && lines[last].startsWith('|')) last++;
+  const old = lines.findIndex((l, i) => i > header && i < last && l.startsWith('| event source'));
+  if (old >= 0) lines[old] = measured.row;
+  else lines.splice(last, 0, measured.row);
+  writeFileSync(docs, lines.join('\n'));
+  process.stdout.write(
+    `${measured.row}\n\n${measured.section}\nwrote the instrument section of ${docs}\n`,
+  );
+  process.exit(process.exitCode ?? 0);
+}
+
 if (only !== undefined) {
   const section =
     only === 'server'
@@ -127,6 +162,10 @@ for (const [name, s] of Object.entries(fetchRates)) {
     `| ${name} | ${s.median.toFixed(0)} | ${((s.median / fetchRates['bare fetch'].median) * 100).toFixed(1)}% | ${s.min.toFixed(0)} to ${s.max.toFixed(0)} |`,
   );
 }
+
+process.stderr.write('event source: nobody subscribed against compiled out\n');
+const instrument = instrumentSection({ smoke });
+targetLines.push(instrument.row);
 
 process.stderr.write('herd: outcomes per library, then against the Python model\n');
 const herd = herdSection();
@@ -170,6 +209,7 @@ Interleaved rounds of 1.5 s each; the server answers a small JSON body with keep
 
 ${fetchLines.join('\n')}
 
+${instrument.section}
 ${herd}
 ${python.markdown}
 ${herdCounted}
