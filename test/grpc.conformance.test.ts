@@ -959,6 +959,145 @@ const HEDGING: Case[] = [
       expect(s.seen.length).toBeLessThanOrEqual(4);
     },
   },
+  {
+    id: 'hedge-client-stream-replayed',
+    rule: 'a client-streaming call is hedged: the hedge is sent every message, in order',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, { maxAttempts: 2, delayMs: 100 });
+      s.script({ delayMs: 1000 }, {});
+      const send = [{ i: 1 }, { i: 2 }, { i: 3 }];
+      const out = await call(client, 'ClientStream', { send });
+      expect(out.code).toBe(OK);
+      expect(out.ms).toBeLessThan(1000 - SLACK_MS);
+      expect(s.seen.map((seen) => [seen.previous, seen.messages])).toEqual([
+        [undefined, send],
+        ['1', send],
+      ]);
+    },
+  },
+  {
+    id: 'hedge-bidi-replayed',
+    rule: "a bidi call is hedged: the hedge is sent every message, and the winner's answers pass",
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, { maxAttempts: 2, delayMs: 100 });
+      s.script({ delayMs: 1000, messages: 1 }, { messages: 2 });
+      const send = [{ i: 1 }, { i: 2 }];
+      const out = await call(client, 'Bidi', { send });
+      expect(out.code).toBe(OK);
+      expect(out.messages).toEqual([{ n: 0 }, { n: 1 }]);
+      expect(out.ms).toBeLessThan(1000 - SLACK_MS);
+      expect(s.seen.map((seen) => seen.messages)).toEqual([send, send]);
+    },
+  },
+  {
+    id: 'hedge-client-stream-non-fatal',
+    rule: 'a non-fatal status of a client-streaming call sends the next attempt at once, replayed',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 2,
+        delayMs: 2000,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ code: UNAVAILABLE }, {});
+      const send = [{ i: 1 }, { i: 2 }];
+      const out = await call(client, 'ClientStream', { send });
+      expect(out.code).toBe(OK);
+      expect(out.ms).toBeLessThan(2000 - SLACK_MS);
+      expect(s.seen.map((seen) => seen.messages)).toEqual([send, send]);
+    },
+  },
+  {
+    id: 'hedge-client-stream-fatal',
+    rule: 'a fatal status of a client-streaming call ends it, the hedge cancelled',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 3,
+        delayMs: 50,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ delayMs: 1000 }, { code: INVALID_ARGUMENT });
+      const out = await call(client, 'ClientStream', { send: [{ i: 1 }] });
+      expect(out.code).toBe(INVALID_ARGUMENT);
+      expect(out.ms).toBeLessThan(1000 - SLACK_MS);
+      await sleep(150);
+      expect(s.seen).toHaveLength(2);
+    },
+  },
+  {
+    id: 'hedge-stream-buffer-overflow',
+    rule: 'a call whose messages overflow the buffer is committed: no hedge (2.4 MiB here)',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 3,
+        delayMs: 50,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ code: UNAVAILABLE, delayMs: 200 });
+      const big = 'x'.repeat(800 * 1024);
+      const out = await call(client, 'ClientStream', { send: [{ big }, { big }, { big }] });
+      expect(out.code).toBe(UNAVAILABLE);
+      await sleep(100);
+      expect(s.seen).toHaveLength(1);
+      expect(s.seen[0]!.messages).toHaveLength(3);
+    },
+  },
+  {
+    id: 'hedge-client-stream-pushback-delays',
+    rule: 'a pushback of n ms sends the next attempt of a client-streaming call n ms later',
+    grpcJs: 'ignores the pushback: sends the next attempt hedgingDelay after the one before',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 3,
+        delayMs: 50,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ delayMs: 1500 }, { code: UNAVAILABLE, pushback: '300' }, {});
+      const send = [{ i: 1 }, { i: 2 }];
+      const out = await call(client, 'ClientStream', { send });
+      expect(out.code).toBe(OK);
+      expect(s.seen).toHaveLength(3);
+      expect(s.seen[2]!.messages).toEqual(send);
+      expect(s.gaps()[1]).toBeGreaterThanOrEqual(300 - 5);
+      expect(s.gaps()[1]).toBeLessThan(300 + SLACK_MS);
+    },
+  },
+  {
+    id: 'hedge-client-stream-pushback-stops',
+    rule: "a don't-retry pushback stops the hedging of a client-streaming call",
+    grpcJs:
+      "ends the call with the pushed-back attempt's UNAVAILABLE, cancelling the one still out",
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 4,
+        delayMs: 50,
+        nonFatal: ['UNAVAILABLE'],
+      });
+      s.script({ delayMs: 400 }, { code: UNAVAILABLE, pushback: '-1' });
+      const out = await call(client, 'ClientStream', { send: [{ i: 1 }] });
+      expect(out.code).toBe(OK);
+      expect(s.seen).toHaveLength(2);
+    },
+  },
+  {
+    id: 'hedge-client-stream-throttled',
+    rule: 'throttling applies to client-streaming hedges: none once tokens <= maxTokens / 2',
+    grpcJs: 'sends the fourth call its hedge although six failures left 4 tokens of 10',
+    async run(implementation) {
+      const { s, client } = await hedgingSetup(implementation, {
+        maxAttempts: 2,
+        nonFatal: ['UNAVAILABLE'],
+        throttling: { maxTokens: 10, tokenRatio: 0.1 },
+      });
+      // As hedge-throttled: both attempts are out before either failure takes its token.
+      s.always({ code: UNAVAILABLE, delayMs: 30 });
+      for (let i = 0; i < 3; i++) await call(client, 'ClientStream', { send: [{ i }] });
+      expect(s.seen).toHaveLength(6);
+      const out = await call(client, 'ClientStream', { send: [{ i: 3 }] });
+      expect(out.code).toBe(UNAVAILABLE);
+      await sleep(50);
+      expect(s.seen).toHaveLength(7);
+    },
+  },
 ];
 
 function suite(title: string, cases: Case[]): void {

@@ -4,6 +4,9 @@
 // status ends the call with it; when every attempt has failed the call fails, with no retries.
 // A server's pushback delays the next attempt or stops hedging, and every attempt after the
 // first asks the budget (A6's throttle per channel target, or a RetryBudget), as a retry would.
+// Every kind of call is hedged: the request messages are kept until the call is committed and
+// each attempt is sent them in order, as A6's buffer does; a call whose messages outgrow the
+// buffer is committed to the attempt that has sent the most of them.
 import {
   type InterceptingListener,
   type InterceptorOptions,
@@ -12,12 +15,29 @@ import {
   type StatusObject,
 } from '@grpc/grpc-js';
 import type { Budget } from '../core/budgets/budget.js';
+import type { Verdict } from '../core/classify.js';
 import type { Clock } from '../core/clock.js';
-import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
+import type { HedgeRefusal, HedgeReport } from '../core/hedge.js';
+import {
+  attemptWrappers,
+  type CallRef,
+  callRef,
+  channels,
+  type HedgeMessage,
+  runWrapped,
+} from '../core/instrument.js';
+import type { GiveUpReason, RetryHooks, RetryReport } from '../core/options.js';
+import {
+  checkKnownKeys,
+  checkNumber,
+  checkOptionsObject,
+  isThenable,
+  refuseNulls,
+} from '../core/validate.js';
 import { capMaxAttempts } from './limits.js';
-import { noListener, wholeListener } from './listener.js';
+import { keepReport, noListener, wholeListener } from './listener.js';
 import { MAX_PUSHBACK_MS, PUSHBACK_TRAILER, parsePushback } from './pushback.js';
-import { CODE, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
+import { CODE, failureKindOf, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
 
 /** gRFC A6's `hedgingPolicy`, for the interceptor and for `toServiceConfig`. */
 export interface HedgingPolicyOptions {
@@ -82,6 +102,25 @@ export function checkHedging(owner: string, value: unknown): ResolvedHedging {
   return { maxAttempts, delayMs, nonFatal };
 }
 
+/** What a hedging interceptor settled once, at creation. */
+export interface HedgingSettings {
+  readonly policy: ResolvedHedging;
+  readonly clock: Clock;
+  /** The budget of a channel target: its A6 throttle, its RetryBudget, or the shared one. */
+  readonly budgetOf: (target: string) => Budget | undefined;
+  /** The most bytes of request messages a call keeps for its later attempts. */
+  readonly maxBufferBytes: number;
+  readonly onSuccess: RetryHooks['onSuccess'];
+  readonly onGiveUp: RetryHooks['onGiveUp'];
+}
+
+/**
+ * Why a hedge of a gRPC call was not sent: the engine's reasons (`budget`: the throttle;
+ * `pushback`: a "don't retry" pushback), and `buffer`: the request messages outgrew the buffer,
+ * so no later attempt could be sent all of them.
+ */
+export type GrpcHedgeRefusal = HedgeRefusal | 'buffer';
+
 /**
  * The request header that counts the attempts sent before this one (gRFC A6); the interceptor
  * exports it, and imports this file.
@@ -90,17 +129,72 @@ const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';
 
 type InterceptingCallInterface = ReturnType<NextCall>;
 
-/** One attempt of a hedged call. */
+/** One attempt of a hedged call, and how far it got through the request messages. */
 interface Attempt {
   readonly call: InterceptingCallInterface;
+  /** 0 for the first attempt, 1 and up for hedges. */
+  readonly index: number;
+  /** The place in the request stream of the next message to write to it. */
+  next: number;
+  /** A write is with the attempt, not yet acknowledged: grpc-js takes one at a time. */
+  writing: boolean;
+  halfClosed: boolean;
+  /** Ended, or cancelled: its status is not the call's. */
   done: boolean;
 }
 
+/** A request message, kept for the attempts until the call is committed. */
+interface Queued {
+  readonly message: unknown;
+  readonly flags: number | undefined;
+  /** The writer's callback, owed when the message was not kept (written once, unbuffered). */
+  callback: ((error?: Error | null) => void) | undefined;
+  /** Its serialized size, counted in the buffer; a single request is sized only when hedged. */
+  size: number | undefined;
+}
+
+/** How a failed call gave up: the report's reason and verdict. */
+interface Ending {
+  readonly reason: GiveUpReason;
+  readonly verdict: Verdict | undefined;
+}
+
+const PERMANENT: Verdict = Object.freeze({ retryable: false, kind: 'permanent' });
+const DO_NOT_RETRY: Verdict = Object.freeze({ retryable: false, kind: 'do-not-retry' });
+
+/** The give-up reasons that refuse a failure which could have passed (as the engine's). */
+const REFUSALS: ReadonlySet<GiveUpReason> = new Set<GiveUpReason>([
+  'max-attempts',
+  'deadline',
+  'pushback-beyond-deadline',
+  'budget',
+  'body-not-replayable',
+]);
+
+const callChannel = channels.call;
+const attemptChannel = channels.attempt;
+const hedgeChannel = channels.hedge;
+
 const noop = () => {};
 
+/** Calls a hook so that nothing it does (throw, reject) can reach the call. */
+function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
+  if (hook === undefined) return;
+  try {
+    const result = hook(event);
+    if (isThenable(result)) result.then(undefined, noop);
+  } catch {
+    // A broken hook must not change the outcome of the call.
+  }
+}
+
 /**
- * One call with a single request message (unary or server-streaming), hedged as gRFC A6 says.
- * The request message is kept until the call is committed, so each attempt sends it.
+ * One call hedged as gRFC A6 says, of any kind. Its request messages are kept until the call is
+ * committed and written to each attempt in order, one write at a time; response headers or a
+ * message from one attempt commit the call to it (the others cancelled, the messages freed), as
+ * does a message that would take the kept bytes past `maxBufferBytes` (to the attempt that has
+ * sent the most, no attempt after it). It reports as a call of the engine with one attempt:
+ * `hedges` counts A6's attempts after the first.
  */
 export class HedgingCall implements InterceptingCallInterface {
   private listener: InterceptingListener = noListener;
@@ -110,8 +204,13 @@ export class HedgingCall implements InterceptingCallInterface {
   private finished = false;
   /** No attempt will follow: committed, throttled, told so by pushback, or all sent. */
   private stopped = false;
+  /** Why no attempt followed, when one could have: the reason a call that then fails gives. */
+  private stopReason: GiveUpReason | undefined;
   private lastFailure: StatusObject | undefined;
-  private message: { value: unknown; flags: number | undefined } | undefined;
+  /** The request messages from `dropped` on: every one until the call is committed. */
+  private queue: Queued[] = [];
+  private dropped = 0;
+  private bufferedBytes = 0;
   private halfClosed = false;
   private readStarted = false;
   /** Aborts the wait for the next attempt. */
@@ -120,138 +219,334 @@ export class HedgingCall implements InterceptingCallInterface {
   /** The first attempt, made before the call starts: it names the channel's target. */
   private firstCall: InterceptingCallInterface | undefined;
   private readonly unaryResponse: boolean;
+  /** Unary and server-streaming calls send one message. */
+  private readonly singleRequest: boolean;
+  private readonly counts = {
+    sent: 0,
+    won: 0,
+    cancelled: 0,
+    refused: {} as Partial<Record<GrpcHedgeRefusal, number>>,
+  };
+  private startedAt = 0;
+  /** The call's deadline on the injected clock, when it has one. */
+  private deadlineAt: number | undefined;
+  /** Ends the call at its deadline even while it waits on a clock that sleeps late. */
+  private deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Its reference in the event source, made when someone first listens. */
+  private ref: CallRef | undefined;
 
   constructor(
-    private readonly policy: ResolvedHedging,
-    private readonly clock: Clock,
-    private readonly budgetOf: (target: string) => Budget | undefined,
+    private readonly settings: HedgingSettings,
     private readonly options: InterceptorOptions,
     private readonly nextCall: NextCall,
   ) {
     this.unaryResponse = !options.method_definition.responseStream;
+    this.singleRequest = !options.method_definition.requestStream;
   }
 
   start(metadata: Metadata, listener?: Partial<InterceptingListener>): void {
+    const clock = this.settings.clock;
     this.metadata = metadata;
     this.listener = wholeListener(listener);
+    this.startedAt = clock.now();
+    const deadline = this.options.deadline;
+    if (deadline !== undefined && deadline !== Number.POSITIVE_INFINITY) {
+      const left = new Date(deadline).getTime() - Date.now();
+      this.deadlineAt = this.startedAt + left;
+      this.deadlineTimer = setTimeout(() => this.expire(), Math.max(0, left));
+    }
     // A call not started yet names the channel's target as its peer: the throttle's key.
     this.firstCall = this.nextCall(this.options);
-    this.budget = this.budgetOf(this.firstCall.getPeer());
-    this.budget?.recordRequest(this.clock.now());
+    this.budget = this.settings.budgetOf(this.firstCall.getPeer());
+    this.budget?.recordRequest(this.startedAt);
+    if (callChannel.hasSubscribers) {
+      callChannel.publish({ type: 'start', call: this.callRef(), atMs: this.startedAt });
+    }
+    if (attemptChannel.hasSubscribers) {
+      attemptChannel.publish({
+        type: 'start',
+        call: this.callRef(),
+        attempt: 1,
+        atMs: this.startedAt,
+      });
+    }
     // A6: the first attempt is always sent, whatever the throttle says.
     this.send();
-    this.scheduleNext(this.policy.delayMs);
+    this.scheduleNext(this.settings.policy.delayMs, false);
   }
 
-  /** Sends the next attempt, numbered in order of sending. */
+  private callRef(): CallRef {
+    this.ref ??= callRef(undefined);
+    return this.ref;
+  }
+
+  private hedgeEvent(type: HedgeMessage['type'], reason?: GrpcHedgeRefusal): void {
+    if (!hedgeChannel.hasSubscribers) return;
+    hedgeChannel.publish({ type, call: this.callRef(), attempt: 1, reason });
+  }
+
+  /** Sends the next attempt, numbered in order of sending, and writes it what was sent so far. */
   private send(): void {
     const index = this.attempts.length;
     let metadata = this.metadata!;
     if (index > 0) {
       metadata = metadata.clone();
       metadata.set(PREVIOUS_ATTEMPTS_HEADER, String(index));
+      this.counts.sent++;
+      this.hedgeEvent('sent');
     }
     const call = this.firstCall ?? this.nextCall(this.options);
     this.firstCall = undefined;
-    const attempt: Attempt = { call, done: false };
+    const attempt: Attempt = {
+      call,
+      index,
+      next: 0,
+      writing: false,
+      halfClosed: false,
+      done: false,
+    };
     this.attempts.push(attempt);
-    if (this.attempts.length >= this.policy.maxAttempts) this.stopped = true;
-    call.start(metadata, {
-      onReceiveMetadata: (received) => {
-        if (this.take(attempt)) this.listener.onReceiveMetadata(received);
-      },
-      onReceiveMessage: (message) => {
-        // grpc-js hands a unary call that ends without a message a `null` before its status.
-        if (this.committed === undefined && this.unaryResponse && message === null) return;
-        if (this.take(attempt)) this.listener.onReceiveMessage(message);
-      },
-      onReceiveStatus: (status) => this.ended(attempt, status),
-    });
-    if (this.message !== undefined) {
-      const { value, flags } = this.message;
-      call.sendMessageWithContext(flags === undefined ? {} : { flags }, value);
+    if (this.attempts.length >= this.settings.policy.maxAttempts) this.stopped = true;
+    const begin = () => {
+      call.start(metadata, {
+        onReceiveMetadata: (received) => {
+          if (this.take(attempt)) this.listener.onReceiveMetadata(received);
+        },
+        onReceiveMessage: (message) => {
+          // grpc-js hands a unary call that ends without a message a `null` before its status.
+          if (this.committed === undefined && this.unaryResponse && message === null) return;
+          if (this.take(attempt)) this.listener.onReceiveMessage(message);
+        },
+        onReceiveStatus: (status) => this.ended(attempt, status),
+      });
+    };
+    // Inside the event source's attempt wrappers (stormproof/otel's context), as the engine
+    // runs an attempt, while someone watches attempts.
+    if (attemptChannel.hasSubscribers && attemptWrappers().length > 0) {
+      runWrapped(this.callRef(), 1, begin);
+    } else begin();
+    this.pump(attempt);
+    if (this.readStarted && !attempt.done) call.startRead();
+  }
+
+  /** Writes `attempt` its next message, one write at a time, and then its half-close. */
+  private pump(attempt: Attempt): void {
+    if (attempt.done) return;
+    const entry = attempt.writing ? undefined : this.queue[attempt.next - this.dropped];
+    if (entry !== undefined) {
+      attempt.writing = true;
+      attempt.call.sendMessageWithContext(
+        {
+          ...(entry.flags === undefined ? {} : { flags: entry.flags }),
+          callback: (error?: Error | null) => {
+            const owed = entry.callback;
+            entry.callback = undefined;
+            owed?.(error);
+            if (attempt.done) return;
+            attempt.writing = false;
+            attempt.next += 1;
+            this.dropWritten();
+            this.pump(attempt);
+          },
+        },
+        entry.message,
+      );
     }
-    if (this.halfClosed) call.halfClose();
-    if (this.readStarted) call.startRead();
+    // Once the last message is with the transport, half-close at once, in the same frame burst
+    // (as grpc-js does): waiting for the write to complete would cost a round trip.
+    const passed = attempt.next + (attempt.writing ? 1 : 0);
+    if (this.halfClosed && !attempt.halfClosed && passed === this.dropped + this.queue.length) {
+      attempt.halfClosed = true;
+      attempt.call.halfClose();
+    }
+  }
+
+  /** After the commit, what the committed attempt has written is never needed again. */
+  private dropWritten(): void {
+    const committed = this.committed;
+    if (committed === undefined || committed.next === this.dropped) return;
+    this.queue.splice(0, committed.next - this.dropped);
+    this.dropped = committed.next;
   }
 
   /** Waits `ms`, then sends the next attempt if the throttle allows; and so on. */
-  private scheduleNext(ms: number): void {
+  private scheduleNext(ms: number, pushedBack: boolean): void {
     this.wait?.abort();
     this.wait = undefined;
     if (this.stopped || this.finished) return;
+    const clock = this.settings.clock;
+    if (this.deadlineAt !== undefined && clock.now() + ms >= this.deadlineAt) {
+      // It could not start before the deadline: no attempt follows.
+      this.stopped = true;
+      this.stopReason = pushedBack ? 'pushback-beyond-deadline' : 'deadline';
+      return;
+    }
     const wait = new AbortController();
     this.wait = wait;
-    this.clock.sleep(ms, wait.signal).then(() => {
+    clock.sleep(ms, wait.signal).then(() => {
       if (this.wait !== wait) return;
       this.wait = undefined;
       this.hedge();
     }, noop);
   }
 
-  /** The next attempt is due: sent when the budget allows, else hedging stops. */
+  /** The next attempt is due: sent when the buffer holds the request and the budget allows. */
   private hedge(): void {
     if (this.stopped || this.finished) return;
-    if (this.budget !== undefined && !this.budget.tryRetry(this.clock.now())) {
+    if (!this.kept()) {
+      this.overflow();
+      return;
+    }
+    if (this.budget !== undefined && !this.budget.tryRetry(this.settings.clock.now())) {
+      this.refuse('budget');
       this.stopped = true;
+      this.stopReason = 'budget';
       this.endIfAllFailed();
       return;
     }
     this.send();
-    this.scheduleNext(this.policy.delayMs);
+    this.scheduleNext(this.settings.policy.delayMs, false);
+  }
+
+  /**
+   * Whether the buffer holds every request message. A single request is sized here, when a
+   * hedge needs it: a call answered before its first hedge never serializes it twice.
+   */
+  private kept(): boolean {
+    for (const entry of this.queue) {
+      if (entry.size !== undefined) continue;
+      entry.size = this.sizeOf(entry.message);
+      this.bufferedBytes += entry.size;
+    }
+    return this.bufferedBytes <= this.settings.maxBufferBytes;
+  }
+
+  private sizeOf(message: unknown): number {
+    try {
+      return this.options.method_definition.requestSerialize(message).length;
+    } catch {
+      // An attempt will fail to serialize it and end the call; never keep it for another.
+      return Number.POSITIVE_INFINITY;
+    }
+  }
+
+  /**
+   * The request no longer fits the buffer (A6): the call is committed to the attempt in flight
+   * that has sent the most messages, the others are cancelled, and no attempt follows. With none
+   * in flight, the call fails with the last failure once nothing else can answer.
+   */
+  private overflow(): void {
+    let chosen: Attempt | undefined;
+    for (const attempt of this.attempts) {
+      if (attempt.done) continue;
+      const sent = attempt.next + (attempt.writing ? 1 : 0);
+      if (chosen === undefined || sent > chosen.next + (chosen.writing ? 1 : 0)) chosen = attempt;
+    }
+    if (!this.stopped) this.refuse('buffer');
+    this.stopped = true;
+    this.stopReason = 'body-not-replayable';
+    this.wait?.abort();
+    this.wait = undefined;
+    if (chosen === undefined) {
+      this.endIfAllFailed();
+      return;
+    }
+    this.commit(chosen);
+  }
+
+  private refuse(reason: GrpcHedgeRefusal): void {
+    this.counts.refused[reason] = (this.counts.refused[reason] ?? 0) + 1;
+    this.hedgeEvent('refused', reason);
+  }
+
+  /** Commits the call to `attempt`: the others cancelled, no attempt after it, its writes freed. */
+  private commit(attempt: Attempt): void {
+    this.committed = attempt;
+    this.stopped = true;
+    this.wait?.abort();
+    this.wait = undefined;
+    this.cancelOthers(attempt);
+    this.bufferedBytes = 0;
+    this.dropWritten();
   }
 
   /** An attempt got headers or a message: the call is committed to it. False for the others. */
   private take(attempt: Attempt): boolean {
+    if (this.finished) return false;
     if (this.committed === undefined) {
-      this.committed = attempt;
-      this.stopped = true;
-      this.wait?.abort();
-      this.wait = undefined;
-      this.cancelOthers(attempt);
+      this.commit(attempt);
+      if (attempt.index > 0) {
+        this.counts.won++;
+        this.hedgeEvent('won');
+      }
     }
     return this.committed === attempt;
   }
 
+  /** Cancels every attempt in flight but `winner`: another one answered, or ended the call. */
   private cancelOthers(winner: Attempt | undefined): void {
     for (const other of this.attempts) {
-      if (other !== winner && !other.done) {
-        other.done = true;
-        other.call.cancelWithStatus(CODE.CANCELLED, 'Another hedged attempt answered first');
-      }
+      if (other === winner || other.done) continue;
+      other.done = true;
+      this.counts.cancelled++;
+      this.hedgeEvent('cancelled');
+      other.call.cancelWithStatus(CODE.CANCELLED, 'Another hedged attempt answered first');
     }
   }
 
+  /** Whether the call's deadline has passed, on the clock grpc-js keeps it by. */
+  private pastDeadline(): boolean {
+    const deadline = this.options.deadline;
+    return deadline !== undefined && Date.now() >= new Date(deadline).getTime();
+  }
+
   private ended(attempt: Attempt, status: StatusObject): void {
-    if (attempt.done && this.committed !== attempt) return; // cancelled: another one won
+    if (attempt.done) return; // cancelled: not the call's status
     attempt.done = true;
     if (this.finished) return;
-    const now = this.clock.now();
-    if (this.committed !== undefined && this.committed !== attempt) return;
+    const clock = this.settings.clock;
     if (status.code === CODE.OK) {
       this.take(attempt);
       this.budget?.recordSuccess();
-      this.finish(status);
+      this.finish(status, undefined);
       return;
     }
-    const nonFatal = this.policy.nonFatal.has(status.code);
+    const nonFatal = this.settings.policy.nonFatal.has(status.code);
     const pushback = parsePushback(status.metadata.get(PUSHBACK_TRAILER));
     // A6: only non-fatal statuses and "don't retry" pushback count against the throttle.
-    if (nonFatal || pushback === 'do-not-retry') this.budget?.recordFailure(now, true);
+    if (nonFatal || pushback === 'do-not-retry') this.budget?.recordFailure(clock.now(), true);
+    const verdict: Verdict =
+      pushback === 'do-not-retry'
+        ? DO_NOT_RETRY
+        : nonFatal
+          ? { retryable: this.committed === undefined, kind: failureKindOf(status.code) }
+          : PERMANENT;
+    if (status.code === CODE.DEADLINE_EXCEEDED && this.pastDeadline()) {
+      // A6: once the deadline has passed, the call fails, whatever else is in flight.
+      this.finish(status, { reason: 'deadline', verdict });
+      return;
+    }
     if (this.committed === attempt || !nonFatal) {
       // Committed, or fatal: the call ends with this status, the other attempts cancelled.
-      this.stopped = true;
-      this.finish(status);
+      const reason =
+        this.committed === attempt && nonFatal && this.stopReason === 'body-not-replayable'
+          ? 'body-not-replayable'
+          : 'not-retryable';
+      this.finish(status, { reason, verdict });
       return;
     }
     this.lastFailure = status;
     if (pushback === 'do-not-retry') {
-      this.stopped = true;
+      if (!this.stopped) {
+        this.refuse('pushback');
+        this.stopped = true;
+        this.stopReason = 'not-retryable';
+      }
       this.wait?.abort();
       this.wait = undefined;
     } else if (pushback !== undefined) {
       // The next attempt after the pushback; the ones after it hedgingDelay apart again.
-      this.scheduleNext(pushback);
+      this.scheduleNext(pushback, true);
     } else if (!this.stopped) {
       this.wait?.abort();
       this.wait = undefined;
@@ -265,20 +560,113 @@ export class HedgingCall implements InterceptingCallInterface {
     // Not while an attempt runs or the next one is still to come.
     if (this.finished || this.wait !== undefined) return;
     if (this.attempts.some((a) => !a.done)) return;
-    this.finish(this.lastFailure!);
+    const status = this.lastFailure!;
+    const pushback = parsePushback(status.metadata.get(PUSHBACK_TRAILER));
+    this.finish(status, {
+      reason: this.stopReason ?? 'max-attempts',
+      verdict:
+        pushback === 'do-not-retry'
+          ? DO_NOT_RETRY
+          : { retryable: true, kind: failureKindOf(status.code) },
+    });
   }
 
-  private finish(status: StatusObject): void {
+  /** The call's deadline passed while it still waited or ran: it ends now, every attempt too. */
+  private expire(): void {
+    this.deadlineTimer = undefined;
+    if (this.finished) return;
+    const status: StatusObject = {
+      code: CODE.DEADLINE_EXCEEDED,
+      details: 'Deadline exceeded',
+      metadata: new Metadata(),
+    };
+    this.stopAll(status.code, status.details);
+    this.finish(status, { reason: 'deadline', verdict: undefined });
+  }
+
+  /** Cancels every attempt in flight, as the call's own end (not counted as hedges cancelled). */
+  private stopAll(code: number, details: string): void {
+    for (const attempt of this.attempts) {
+      if (attempt.done) continue;
+      attempt.done = true;
+      attempt.call.cancelWithStatus(code, details);
+    }
+  }
+
+  /** Ends the call with `status`: OK, or a failure and how it gave up. Reports it, once. */
+  private finish(status: StatusObject, ending: Ending | undefined): void {
     if (this.finished) return;
     this.finished = true;
     this.stopped = true;
     this.wait?.abort();
     this.wait = undefined;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
     this.cancelOthers(this.committed);
     this.firstCall?.cancelWithStatus(CODE.CANCELLED, 'Cancelled before it started');
     this.firstCall = undefined;
-    this.message = undefined;
+    this.queue = [];
+    this.bufferedBytes = 0;
+    this.report(status, ending);
     this.listener.onReceiveStatus(status);
+  }
+
+  /** Hooks, report and events of the call that ends with `status`. */
+  private report(status: StatusObject, ending: Ending | undefined): void {
+    const clock = this.settings.clock;
+    const atMs = clock.now();
+    const elapsedMs = atMs - this.startedAt;
+    const hedges: HedgeReport = { ...this.counts, refused: { ...this.counts.refused } };
+    let report: RetryReport | undefined;
+    if (ending === undefined) {
+      emit(this.settings.onSuccess, { attempts: 1, totalDelayMs: 0, elapsedMs, hedges });
+    } else {
+      report = {
+        reason: ending.reason,
+        attempts: 1,
+        totalDelayMs: 0,
+        elapsedMs,
+        ...(ending.verdict === undefined ? {} : { verdict: ending.verdict }),
+        hedges,
+      };
+      keepReport(status, report);
+      emit(this.settings.onGiveUp, { ...report, error: status });
+    }
+    if (attemptChannel.hasSubscribers) {
+      attemptChannel.publish({
+        type: 'end',
+        call: this.callRef(),
+        attempt: 1,
+        durationMs: elapsedMs,
+        outcome:
+          ending === undefined
+            ? 'success'
+            : ending.reason === 'deadline'
+              ? 'deadline'
+              : ending.reason === 'aborted'
+                ? 'aborted'
+                : 'failure',
+        error: ending === undefined ? undefined : status,
+        atMs,
+      });
+    }
+    if (!callChannel.hasSubscribers) return;
+    const call = this.callRef();
+    if (report !== undefined && REFUSALS.has(report.reason)) {
+      callChannel.publish({ type: 'refused', call, attempt: 1, reason: report.reason, atMs });
+    }
+    callChannel.publish({
+      type: 'end',
+      call,
+      outcome: report === undefined ? 'success' : 'failure',
+      reason: report?.reason,
+      attempts: 1,
+      totalDelayMs: 0,
+      elapsedMs,
+      hedges: this.counts.sent,
+      error: report === undefined ? undefined : status,
+      atMs,
+    });
   }
 
   sendMessageWithContext(
@@ -286,14 +674,24 @@ export class HedgingCall implements InterceptingCallInterface {
     message: unknown,
   ): void {
     if (this.finished) return;
-    // Kept for later attempts until the call is committed; acknowledged now, as grpc-js does
-    // for its retry buffer.
-    if (this.committed === undefined) this.message = { value: message, flags: context.flags };
-    const forward = context.flags === undefined ? {} : { flags: context.flags };
-    for (const attempt of this.attempts) {
-      if (!attempt.done) attempt.call.sendMessageWithContext(forward, message);
+    let callback = context.callback;
+    let size: number | undefined;
+    if (this.committed === undefined) {
+      // A single request waits to be sized until a hedge needs it; a stream is counted as it
+      // grows, since any message may be the one that no longer fits.
+      if (!this.singleRequest || this.attempts.length > 1) size = this.sizeOf(message);
+      if (size === undefined || this.bufferedBytes + size <= this.settings.maxBufferBytes) {
+        this.bufferedBytes += size ?? 0;
+        // Kept for later attempts, so acknowledged now, as grpc-js does for its buffer.
+        if (callback !== undefined) queueMicrotask(callback);
+        callback = undefined;
+      } else {
+        this.overflow();
+        if (this.finished) return;
+      }
     }
-    if (context.callback !== undefined) queueMicrotask(context.callback);
+    this.queue.push({ message, flags: context.flags, callback, size });
+    for (const attempt of this.attempts) this.pump(attempt);
   }
 
   sendMessage(message: unknown): void {
@@ -302,7 +700,7 @@ export class HedgingCall implements InterceptingCallInterface {
 
   halfClose(): void {
     this.halfClosed = true;
-    for (const attempt of this.attempts) if (!attempt.done) attempt.call.halfClose();
+    for (const attempt of this.attempts) this.pump(attempt);
   }
 
   startRead(): void {
@@ -312,13 +710,11 @@ export class HedgingCall implements InterceptingCallInterface {
 
   cancelWithStatus(code: number, details: string): void {
     if (this.finished) return;
-    for (const attempt of this.attempts) {
-      if (!attempt.done) {
-        attempt.done = true;
-        attempt.call.cancelWithStatus(code, details);
-      }
-    }
-    this.finish({ code, details, metadata: new Metadata() });
+    this.stopAll(code, details);
+    this.finish(
+      { code, details, metadata: new Metadata() },
+      { reason: 'aborted', verdict: undefined },
+    );
   }
 
   getPeer(): string {

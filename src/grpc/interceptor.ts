@@ -23,7 +23,7 @@ import type {
   RetryHooks,
   RetryReport,
 } from '../core/options.js';
-import { addReportFinder, getRetryReport, type ReportFinder } from '../core/report.js';
+import { addReportFinder, getRetryReport } from '../core/report.js';
 import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
 import { OriginBudgets } from '../fetch/budgets.js';
@@ -31,10 +31,10 @@ import {
   checkHedging,
   HedgingCall,
   type HedgingPolicyOptions,
-  type ResolvedHedging,
+  type HedgingSettings,
 } from './hedging.js';
 import { capMaxAttempts } from './limits.js';
-import { noListener, wholeListener } from './listener.js';
+import { findByTrailers, keepReport, noListener, wholeListener } from './listener.js';
 import {
   MAX_PUSHBACK_MS,
   PUSHBACK_TRAILER,
@@ -42,7 +42,7 @@ import {
   readRetryInfoMs,
   STATUS_DETAILS_TRAILER,
 } from './pushback.js';
-import { CODE, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
+import { CODE, failureKindOf, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
 
 /** The request header that tells the server how many attempts came before this one (gRFC A6). */
 export const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';
@@ -162,14 +162,17 @@ export interface RetryInterceptorOptions extends RetryHooks {
   throttling?: ThrottlingOptions | undefined;
   /**
    * gRFC A6's `hedgingPolicy` instead of its retry policy (A6: a method has one or the other):
-   * each call with one request message (unary, server-streaming) is sent up to
-   * `hedging.maxAttempts` times, `hedgingDelayMs` apart, the first attempt to answer wins and
-   * the others are cancelled; a `nonFatalStatusCodes` failure sends the next attempt at once,
-   * any other ends the call; pushback delays or stops the next attempt; every attempt after the
-   * first is paid from `throttling` (or `budget`) as a retry would be; no retry once every
-   * attempt has failed. Not with the retry options (`maxAttempts`, `baseDelayMs`, `maxDelayMs`,
-   * `jitter`, `retryableStatusCodes`, `throttledDelayMultiplier`) nor the hooks. Streaming
-   * requests are sent once.
+   * each call, of any kind, is sent up to `hedging.maxAttempts` times, `hedgingDelayMs` apart,
+   * every attempt sent the request messages so far, in order; the first attempt to answer
+   * (headers, a message, OK) wins and the others are cancelled; a `nonFatalStatusCodes` failure
+   * sends the next attempt at once, any other ends the call; pushback delays or stops the next
+   * attempt; every attempt after the first is paid from `throttling` (or `budget`) as a retry
+   * would be; no retry once every attempt has failed; a call whose request messages outgrow
+   * `maxBufferBytes` is committed to the attempt that sent the most of them. `onSuccess`,
+   * `onGiveUp` and `getRetryReport` tell what hedging did (`hedges`: sent, won, cancelled,
+   * refused and why). Not with the retry options (`maxAttempts`, `baseDelayMs`, `maxDelayMs`,
+   * `jitter`, `retryableStatusCodes`, `throttledDelayMultiplier`) nor `onRetry`: hedging never
+   * retries.
    * @default undefined (the retry policy applies)
    * @example
    * ```ts
@@ -199,8 +202,9 @@ export interface RetryInterceptorOptions extends RetryHooks {
    */
   maxTargets?: number | undefined;
   /**
-   * The most bytes of request messages kept per call for resending. A call whose messages no
-   * longer fit is committed: it is never retried again.
+   * The most bytes of request messages kept per call for resending (or for hedges). A call
+   * whose messages no longer fit is committed: it is never retried again, and no more hedges
+   * are sent (its other attempts are cancelled).
    * @default 262144 (256 KiB, as gRPC core; grpc-js uses 1 MiB)
    * @example
    * ```ts
@@ -278,17 +282,10 @@ interface Settings {
   /** The policy of the calls to a channel target: that target's throttle, or the shared budget. */
   readonly policyOf: (target: string) => RetryPolicy;
   /** Set when the interceptor hedges instead of retrying. */
-  readonly hedging:
-    | {
-        readonly policy: ResolvedHedging;
-        readonly clock: Clock;
-        /** The budget of a channel target: its A6 throttle, its RetryBudget, or the shared one. */
-        readonly budgetOf: (target: string) => Budget | undefined;
-      }
-    | undefined;
+  readonly hedging: HedgingSettings | undefined;
 }
 
-/** The options a hedging interceptor refuses: they belong to A6's retry policy. */
+/** The options a hedging interceptor refuses: they belong to A6's retry policy (hedging never retries). */
 const RETRY_ONLY_KEYS = [
   'maxAttempts',
   'baseDelayMs',
@@ -297,8 +294,6 @@ const RETRY_ONLY_KEYS = [
   'retryableStatusCodes',
   'throttledDelayMultiplier',
   'onRetry',
-  'onGiveUp',
-  'onSuccess',
 ] as const;
 
 /** One attempt, or the call as grpc-js sees it. */
@@ -306,23 +301,6 @@ type InterceptingCallInterface = ReturnType<NextCall>;
 
 /** The statuses of attempts that failed after the call was committed: never retried. */
 const committedFailures = new WeakSet<StatusObject>();
-
-/**
- * The reports of calls that gave up, by their final trailers. grpc-js builds the error its caller
- * receives after the interceptor is done, by copying the final status's fields onto a new Error:
- * the trailers object is the one thing of ours that reaches it, so the report is found from it,
- * and neither the error nor the trailers gain a key.
- */
-const reportsByTrailers = new WeakMap<object, RetryReport>();
-
-/** Finds the report of a caller's error, or of the status grpc-js emits, by its trailers. */
-const findByTrailers: ReportFinder = (error) => {
-  // Not `instanceof Metadata`: the application's grpc-js may be another copy than ours.
-  const trailers = (error as { metadata?: unknown }).metadata;
-  return typeof trailers === 'object' && trailers !== null
-    ? reportsByTrailers.get(trailers)
-    : undefined;
-};
 
 const PERMANENT: Verdict = Object.freeze({ retryable: false, kind: 'permanent' });
 const DO_NOT_RETRY: Verdict = Object.freeze({ retryable: false, kind: 'do-not-retry' });
@@ -334,13 +312,6 @@ function isStatus(value: unknown): value is StatusObject {
     typeof (value as StatusObject).code === 'number' &&
     (value as StatusObject).metadata instanceof Metadata
   );
-}
-
-/** The engine's kind of failure for a listed status: it decides the backoff's base. */
-function kindOf(code: number): Verdict['kind'] {
-  if (code === CODE.RESOURCE_EXHAUSTED) return 'throttled';
-  if (code === CODE.DEADLINE_EXCEEDED) return 'timeout';
-  return 'unavailable';
 }
 
 /**
@@ -360,7 +331,7 @@ function judge(
   const pushback = parsePushback(status.metadata.get(PUSHBACK_TRAILER));
   if (pushback === 'do-not-retry') return DO_NOT_RETRY;
   if (!listed) return PERMANENT;
-  const kind = kindOf(status.code);
+  const kind = failureKindOf(status.code);
   if (committedFailures.has(status)) {
     // A6 counts every failure with a retryable status, committed or not; the engine counts only
     // failures it may retry, so this one is counted here.
@@ -471,11 +442,20 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
     min: 1,
     integer: true,
   });
-  if (o.maxBufferBytes !== undefined) {
-    checkNumber(owner, 'maxBufferBytes', o.maxBufferBytes, { min: 0, integer: true });
-  }
+  const maxBufferBytes = checkNumber(
+    owner,
+    'maxBufferBytes',
+    o.maxBufferBytes ?? DEFAULT_BUFFER_BYTES,
+    { min: 0, integer: true },
+  );
   // Checked as the retry policy checks them, by a policy that is never used.
-  createRetryPolicy({ clock: o.clock, random: o.random, budget: o.budget ?? false });
+  createRetryPolicy({
+    clock: o.clock,
+    random: o.random,
+    budget: o.budget ?? false,
+    onGiveUp: o.onGiveUp,
+    onSuccess: o.onSuccess,
+  });
   const clock = o.clock ?? systemClock;
   let budgetOf: (target: string) => Budget | undefined;
   if (o.budget !== undefined) {
@@ -489,12 +469,19 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
     budgetOf = (target) => targets.get(target);
   }
   return {
-    maxBufferBytes: o.maxBufferBytes ?? DEFAULT_BUFFER_BYTES,
+    maxBufferBytes,
     deadlineMs,
     policyOf: () => {
       throw new Error('stormproof: a hedging interceptor has no retry policy');
     },
-    hedging: { policy, clock, budgetOf },
+    hedging: {
+      policy,
+      clock,
+      budgetOf,
+      maxBufferBytes,
+      onSuccess: o.onSuccess,
+      onGiveUp: o.onGiveUp,
+    },
   };
 }
 
@@ -598,7 +585,7 @@ class RetryingCall implements InterceptingCallInterface {
   private finish(status: StatusObject, report?: RetryReport): void {
     if (this.finished) return;
     this.finished = true;
-    if (report !== undefined) reportsByTrailers.set(status.metadata, report);
+    if (report !== undefined) keepReport(status, report);
     clearTimeout(this.deadlineTimer);
     // Never started (the call was cancelled first): ended too, so grpc-js counts it as done.
     this.firstCall?.cancelWithStatus(CODE.CANCELLED, 'Cancelled before it started');
@@ -776,7 +763,7 @@ class RetryingCall implements InterceptingCallInterface {
  * sent on retries, the call's deadline as the total deadline, optional A6 throttling (one bucket
  * per channel target, shared by every client of that target) that fails a throttled call at once. Unary and server-streaming calls are retried until the first response
  * header or message; client-streaming and bidi calls too, while their messages fit
- * `maxBufferBytes`.
+ * `maxBufferBytes`. With `hedging`, it hedges every kind of call instead, by A6's hedgingPolicy.
  *
  * Use it on a channel without a retry policy in its service config, or grpc-js would retry too.
  * Options are checked here: a bad value throws a TypeError or RangeError naming it.
@@ -800,12 +787,7 @@ export function createRetryInterceptor(options?: RetryInterceptorOptions): Inter
     }
     const hedging = settings.hedging;
     if (hedging !== undefined) {
-      // A6 hedges streaming requests too, from a buffer; here they are sent once.
-      if (effective.method_definition.requestStream)
-        return new InterceptingCall(nextCall(effective));
-      return new InterceptingCall(
-        new HedgingCall(hedging.policy, hedging.clock, hedging.budgetOf, effective, nextCall),
-      );
+      return new InterceptingCall(new HedgingCall(hedging, effective, nextCall));
     }
     return new InterceptingCall(new RetryingCall(settings, effective, nextCall));
   };

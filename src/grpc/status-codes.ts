@@ -1,6 +1,7 @@
 // gRPC status codes by number and by name, and the `retryableStatusCodes` check that the
 // interceptor and the service config share. The table is the fixed list of the gRPC spec
 // (doc/statuscodes.md), so the service config needs no import of @grpc/grpc-js.
+import type { FailureKind } from '../core/classify.js';
 import { show } from '../core/validate.js';
 
 /** The gRPC status names, indexed by code (0 to 16). */
@@ -37,6 +38,13 @@ export const CODE = {
   RESOURCE_EXHAUSTED: 8,
   UNAVAILABLE: 14,
 } as const;
+
+/** The engine's kind of failure for a retryable (or non-fatal) status: it decides the backoff's base. */
+export function failureKindOf(code: number): FailureKind {
+  if (code === CODE.RESOURCE_EXHAUSTED) return 'throttled';
+  if (code === CODE.DEADLINE_EXCEEDED) return 'timeout';
+  return 'unavailable';
+}
 
 /** The upper-case name of `code`. */
 export function statusName(code: number): StatusName | undefined {
