@@ -23,7 +23,13 @@ import { PythonRandom } from '../python-random.js';
 import { nextArrivalMs } from './arrivals.js';
 import { classifyRun, type RunClass } from './classify.js';
 import { type MapSeries, Meter } from './measure.js';
-import { MAP_POLICIES, type MapPolicy, makeClient, type PolicyClient } from './policies.js';
+import {
+  headersSeen,
+  MAP_POLICIES,
+  type MapPolicy,
+  makeClient,
+  type PolicyClient,
+} from './policies.js';
 import { QueueServer, type ServiceTime } from './server.js';
 import type { Trigger, TriggerKind } from './trigger.js';
 
@@ -672,10 +678,11 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
       server.arrive(now, a);
       return;
     }
-    a.answer = a.user.client.readsHints
+    const client = a.user.client;
+    a.answer = client.readsHints
       ? {
           ok: false,
-          error: { status: admission.status, headers: Object.fromEntries(admission.headers) },
+          error: { status: admission.status, headers: headersSeen(client, admission.headers) },
         }
       : BARE_503;
     at(now + net(), ANSWER, a);

@@ -64,7 +64,7 @@ export interface MapSweepOptions {
   triggerKinds?: readonly TriggerKind[] | undefined;
   /**
    * Client policies.
-   * @default all seven: ['naive', 'backoff', 'full-jitter', 'budget', 'budget-hedge', 'a6', 'breaker']
+   * @default all eight: ['naive', 'backoff', 'full-jitter', 'budget', 'budget-hedge', 'a6', 'breaker', 'aws-2026']
    * @example
    * ```ts
    * runMap({ policies: ['naive', 'budget'] })
