@@ -5,6 +5,7 @@
 // AWS's clamp to [backoff, backoff + 5 s]. Engine tests run on a virtual clock, exact and late.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { type BudgetMessage, channels } from '../src/core/instrument.js';
 import {
   type AttemptContext,
   type Budget,
@@ -71,6 +72,25 @@ describe('RetryQuota', () => {
     q.tryRetry(0, 'timeout');
     q.recordSuccess();
     expect(q.tokens).toBe(487);
+  });
+
+  it('reports each answer on stormproof:budget with the tokens left', () => {
+    const q = new RetryQuota({ maxTokens: 20 });
+    const heard: unknown[] = [];
+    const listen = (m: BudgetMessage) => heard.push(m);
+    channels.budget.subscribe(listen);
+    try {
+      q.tryRetry(0, 'timeout');
+      q.tryRetry(0, 'timeout');
+      q.tryRetry(0, 'throttled');
+    } finally {
+      channels.budget.unsubscribe(listen);
+    }
+    expect(heard).toEqual([
+      { type: 'allowed', budget: q, tokens: 6 },
+      { type: 'refused', budget: q, tokens: 6 },
+      { type: 'allowed', budget: q, tokens: 1 },
+    ]);
   });
 
   it('ignores time, new requests and failures', () => {
