@@ -474,11 +474,11 @@ export class HedgingCall implements InterceptingCallInterface {
   private take(attempt: Attempt): boolean {
     if (this.finished) return false;
     if (this.committed === undefined) {
-      this.commit(attempt);
       if (attempt.index > 0) {
         this.counts.won++;
         this.hedgeEvent('won');
       }
+      this.commit(attempt);
     }
     return this.committed === attempt;
   }
@@ -562,12 +562,11 @@ export class HedgingCall implements InterceptingCallInterface {
     if (this.attempts.some((a) => !a.done)) return;
     const status = this.lastFailure!;
     const pushback = parsePushback(status.metadata.get(PUSHBACK_TRAILER));
+    // A "don't retry" pushback that stopped hedging is why, whichever attempt failed last.
+    const told = pushback === 'do-not-retry' || this.stopReason === 'not-retryable';
     this.finish(status, {
       reason: this.stopReason ?? 'max-attempts',
-      verdict:
-        pushback === 'do-not-retry'
-          ? DO_NOT_RETRY
-          : { retryable: true, kind: failureKindOf(status.code) },
+      verdict: told ? DO_NOT_RETRY : { retryable: true, kind: failureKindOf(status.code) },
     });
   }
 
