@@ -791,3 +791,85 @@ describe('the hedging interceptor leaves nothing behind', () => {
     expect(s.attempts).toHaveLength(11);
   });
 });
+
+describe("the buffer a channel target's calls share (maxTargetBufferBytes, A6's retry_buffer_size_in_bytes)", () => {
+  const pad = 'x'.repeat(700);
+
+  it('hedges a call only while its messages fit beside the other calls to the same target', async () => {
+    const s = await watchingServer();
+    const other = await watchingServer();
+    const seen = hooks();
+    const interceptor = createRetryInterceptor({
+      hedging: { maxAttempts: 2, hedgingDelayMs: 50 },
+      maxBufferBytes: 1000,
+      maxTargetBufferBytes: 1000,
+      budget: false,
+      ...seen.options,
+    });
+    const client = connect(s.address, { interceptor });
+    const otherClient = connect(other.address, { interceptor });
+    clients.push(client, otherClient);
+    // A keeps about 720 bytes while it stays open: its hedge is sent them.
+    const a = clientStream(client);
+    a.write({ pad });
+    await until(() => s.attempts[1]?.messages.length === 1);
+    // B's message does not fit beside A's: B is committed to its first attempt, no hedge.
+    const b = clientStream(client);
+    b.write({ pad });
+    await until(() => s.attempts[2]?.messages.length === 1);
+    // Another target keeps its own bytes: its call is hedged.
+    const c = clientStream(otherClient);
+    c.write({ pad });
+    await until(() => other.attempts[1]?.messages.length === 1);
+    await sleep(100);
+    expect(s.attempts).toHaveLength(3);
+    for (const stream of [a, b, c]) stream.end();
+    for (const stream of [a, b, c]) expect((await stream.done).status.code).toBe(OK);
+    expect(seen.successes.map((e) => e.hedges?.refused)).toContainEqual({ buffer: 1 });
+    // Every byte was given back: a new call to the first target is hedged again.
+    const d = clientStream(client);
+    d.write({ pad });
+    await until(() => s.attempts[4]?.messages.length === 1);
+    d.end();
+    expect((await d.done).status.code).toBe(OK);
+  });
+
+  it('retries a call only while its messages fit beside the other calls to the same target', async () => {
+    const s = await watchingServer();
+    const interceptor = createRetryInterceptor({
+      retryableStatusCodes: ['UNAVAILABLE'],
+      baseDelayMs: 1,
+      maxBufferBytes: 1000,
+      maxTargetBufferBytes: 1000,
+      budget: false,
+    });
+    const client = connect(s.address, { interceptor });
+    clients.push(client);
+    s.plan({}, { code: UNAVAILABLE }, { code: UNAVAILABLE }, {});
+    const a = clientStream(client);
+    a.write({ pad });
+    await until(() => s.attempts[0]?.messages.length === 1);
+    // B's message does not fit beside A's: B is committed, its UNAVAILABLE is final.
+    const b = clientStream(client);
+    b.write({ pad });
+    b.end();
+    expect((await b.done).status.code).toBe(UNAVAILABLE);
+    a.end();
+    expect((await a.done).status.code).toBe(OK);
+    // A gave its bytes back: C's UNAVAILABLE is retried.
+    const c = clientStream(client);
+    c.write({ pad });
+    c.end();
+    expect((await c.done).status.code).toBe(OK);
+    expect(s.attempts).toHaveLength(4);
+  });
+
+  it('checks the option', () => {
+    expect(() => createRetryInterceptor({ maxTargetBufferBytes: -1 })).toThrow(
+      /maxTargetBufferBytes/,
+    );
+    expect(() => createRetryInterceptor({ hedging: {}, maxTargetBufferBytes: 1.5 })).toThrow(
+      /maxTargetBufferBytes/,
+    );
+  });
+});

@@ -34,6 +34,7 @@ import {
   isThenable,
   refuseNulls,
 } from '../core/validate.js';
+import type { BufferPool } from './buffer.js';
 import { capMaxAttempts } from './limits.js';
 import { keepReport, noListener, wholeListener } from './listener.js';
 import { MAX_PUSHBACK_MS, PUSHBACK_TRAILER, parsePushback } from './pushback.js';
@@ -110,6 +111,8 @@ export interface HedgingSettings {
   readonly budgetOf: (target: string) => Budget | undefined;
   /** The most bytes of request messages a call keeps for its later attempts. */
   readonly maxBufferBytes: number;
+  /** The bytes kept by the calls to a channel target, under `maxTargetBufferBytes`. */
+  readonly poolOf: (target: string) => BufferPool;
   readonly onSuccess: RetryHooks['onSuccess'];
   readonly onGiveUp: RetryHooks['onGiveUp'];
 }
@@ -211,6 +214,8 @@ export class HedgingCall implements InterceptingCallInterface {
   private queue: Queued[] = [];
   private dropped = 0;
   private bufferedBytes = 0;
+  /** The channel target's bytes, which `bufferedBytes` are taken from. */
+  private pool: BufferPool | undefined;
   private halfClosed = false;
   private readStarted = false;
   /** Aborts the wait for the next attempt. */
@@ -257,7 +262,9 @@ export class HedgingCall implements InterceptingCallInterface {
     }
     // A call not started yet names the channel's target as its peer: the throttle's key.
     this.firstCall = this.nextCall(this.options);
-    this.budget = this.settings.budgetOf(this.firstCall.getPeer());
+    const target = this.firstCall.getPeer();
+    this.budget = this.settings.budgetOf(target);
+    this.pool = this.settings.poolOf(target);
     this.budget?.recordRequest(this.startedAt);
     if (callChannel.hasSubscribers) {
       callChannel.publish({ type: 'start', call: this.callRef(), atMs: this.startedAt });
@@ -416,9 +423,23 @@ export class HedgingCall implements InterceptingCallInterface {
     for (const entry of this.queue) {
       if (entry.size !== undefined) continue;
       entry.size = this.sizeOf(entry.message);
-      this.bufferedBytes += entry.size;
+      if (!this.keep(entry.size)) return false;
     }
-    return this.bufferedBytes <= this.settings.maxBufferBytes;
+    return true;
+  }
+
+  /** Counts `size` more bytes kept, if both the call's and its target's limits allow. */
+  private keep(size: number): boolean {
+    if (this.bufferedBytes + size > this.settings.maxBufferBytes) return false;
+    if (this.pool !== undefined && !this.pool.take(size)) return false;
+    this.bufferedBytes += size;
+    return true;
+  }
+
+  /** Gives the kept bytes back to the target: the call is committed, or over. */
+  private release(): void {
+    this.pool?.give(this.bufferedBytes);
+    this.bufferedBytes = 0;
   }
 
   private sizeOf(message: unknown): number {
@@ -466,7 +487,7 @@ export class HedgingCall implements InterceptingCallInterface {
     this.wait?.abort();
     this.wait = undefined;
     this.cancelOthers(attempt);
-    this.bufferedBytes = 0;
+    this.release();
     this.dropWritten();
   }
 
@@ -605,7 +626,7 @@ export class HedgingCall implements InterceptingCallInterface {
     this.firstCall?.cancelWithStatus(CODE.CANCELLED, 'Cancelled before it started');
     this.firstCall = undefined;
     this.queue = [];
-    this.bufferedBytes = 0;
+    this.release();
     this.report(status, ending);
     this.listener.onReceiveStatus(status);
   }
@@ -679,8 +700,7 @@ export class HedgingCall implements InterceptingCallInterface {
       // A single request waits to be sized until a hedge needs it; a stream is counted as it
       // grows, since any message may be the one that no longer fits.
       if (!this.singleRequest || this.attempts.length > 1) size = this.sizeOf(message);
-      if (size === undefined || this.bufferedBytes + size <= this.settings.maxBufferBytes) {
-        this.bufferedBytes += size ?? 0;
+      if (size === undefined || this.keep(size)) {
         // Kept for later attempts, so acknowledged now, as grpc-js does for its buffer.
         if (callback !== undefined) queueMicrotask(callback);
         callback = undefined;

@@ -27,6 +27,7 @@ import { addReportFinder, getRetryReport } from '../core/report.js';
 import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
 import { OriginBudgets } from '../fetch/budgets.js';
+import { BufferPool } from './buffer.js';
 import {
   checkHedging,
   HedgingCall,
@@ -49,6 +50,9 @@ export const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';
 
 /** gRPC core's per-call retry buffer (grpc-js uses 1 MiB). */
 const DEFAULT_BUFFER_BYTES = 256 * 1024;
+
+/** grpc-js's retry buffer for all the calls of a channel (`grpc.retry_buffer_size`). */
+const DEFAULT_TARGET_BUFFER_BYTES = 16 * 1024 * 1024;
 
 /** How many channel targets' throttles one interceptor remembers by default. */
 export const DEFAULT_MAX_TARGETS = 1000;
@@ -213,6 +217,18 @@ export interface RetryInterceptorOptions extends RetryHooks {
    */
   maxBufferBytes?: number | undefined;
   /**
+   * The most bytes of request messages kept for resending (or for hedges) by all the calls to
+   * one channel target at once (gRFC A6's `retry_buffer_size_in_bytes`, beside `maxBufferBytes`
+   * per call): a call whose next message does not fit is committed, as at its own limit. An
+   * integer >= 0.
+   * @default 16777216 (16 MiB, grpc-js's `grpc.retry_buffer_size`)
+   * @example
+   * ```ts
+   * { maxTargetBufferBytes: 4 * 1024 * 1024 }
+   * ```
+   */
+  maxTargetBufferBytes?: number | undefined;
+  /**
    * Where time comes from for the waits between attempts.
    * @default systemClock
    * @example
@@ -245,6 +261,7 @@ const KEYS = [
   'budget',
   'maxTargets',
   'maxBufferBytes',
+  'maxTargetBufferBytes',
   'clock',
   'random',
   'onRetry',
@@ -278,6 +295,8 @@ function checkThrottling(owner: string, value: unknown): TokenBucketOptions {
 /** What the interceptor settled once, at creation. */
 interface Settings {
   readonly maxBufferBytes: number;
+  /** The bytes kept by the calls to a channel target, under `maxTargetBufferBytes`. */
+  readonly poolOf: (target: string) => BufferPool;
   readonly deadlineMs: number | undefined;
   /** The policy of the calls to a channel target: that target's throttle, or the shared budget. */
   readonly policyOf: (target: string) => RetryPolicy;
@@ -376,6 +395,7 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
     min: 1,
     integer: true,
   });
+  const poolOf = targetPools(owner, o, maxTargets);
   const clock = o.clock ?? undefined;
   const base = {
     maxAttempts,
@@ -402,7 +422,7 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   if (o.budget !== undefined) {
     // The user's budget (or none): one policy, made now, so every option is checked here.
     const shared = make(o.budget, undefined);
-    return { maxBufferBytes, deadlineMs, policyOf: () => shared, hedging: undefined };
+    return { maxBufferBytes, poolOf, deadlineMs, policyOf: () => shared, hedging: undefined };
   }
   // gRFC A6 keeps one bucket per server name: one per channel target, bounded as createFetch
   // bounds its budgets per origin. Checked now with a policy that is never used.
@@ -414,10 +434,27 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   });
   return {
     maxBufferBytes,
+    poolOf,
     deadlineMs,
     policyOf: (target) => targets.get(target),
     hedging: undefined,
   };
+}
+
+/** The buffer pool of each channel target, as many remembered as `maxTargets`. */
+function targetPools(
+  owner: string,
+  o: RetryInterceptorOptions,
+  maxTargets: number,
+): (target: string) => BufferPool {
+  const limit = checkNumber(
+    owner,
+    'maxTargetBufferBytes',
+    o.maxTargetBufferBytes ?? DEFAULT_TARGET_BUFFER_BYTES,
+    { min: 0, integer: true },
+  );
+  const pools = new OriginBudgets(maxTargets, () => new BufferPool(limit));
+  return (target) => pools.get(target);
 }
 
 /** The settings of an interceptor that hedges (gRFC A6's hedgingPolicy). */
@@ -448,6 +485,7 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
     o.maxBufferBytes ?? DEFAULT_BUFFER_BYTES,
     { min: 0, integer: true },
   );
+  const poolOf = targetPools(owner, o, maxTargets);
   // Checked as the retry policy checks them, by a policy that is never used.
   createRetryPolicy({
     clock: o.clock,
@@ -470,6 +508,7 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
   }
   return {
     maxBufferBytes,
+    poolOf,
     deadlineMs,
     policyOf: () => {
       throw new Error('stormproof: a hedging interceptor has no retry policy');
@@ -478,6 +517,7 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
       policy,
       clock,
       budgetOf,
+      poolOf,
       maxBufferBytes,
       onSuccess: o.onSuccess,
       onGiveUp: o.onGiveUp,
@@ -513,6 +553,10 @@ class RetryingCall implements InterceptingCallInterface {
   /** Messages every new attempt sends first; once committed, only those not yet written. */
   private queue: Queued[] = [];
   private bufferedBytes = 0;
+  /** The channel target's bytes, which `bufferedBytes` are taken from. */
+  private pool: BufferPool | undefined;
+  /** A single request message has been counted in the buffer (once a retry was in question). */
+  private singleKept = false;
   private halfClosed = false;
   private readStarted = false;
   /** Set by the first response header or message, or by a buffer overflow: no attempt follows. */
@@ -546,7 +590,9 @@ class RetryingCall implements InterceptingCallInterface {
     // grpc-js tells an interceptor nothing of its channel, but a call not started yet names the
     // channel's target as its peer (the resolving call's `getPeer()`): the throttle's key.
     this.firstCall = this.nextCall(this.options);
-    const policy = this.settings.policyOf(this.firstCall.getPeer());
+    const target = this.firstCall.getPeer();
+    const policy = this.settings.policyOf(target);
+    this.pool = this.settings.poolOf(target);
     const call: CallOptions = { signal: this.controller.signal };
     if (left !== undefined) {
       // Whole ms, rounded down: the engine may give up up to 1 ms early, never late.
@@ -592,14 +638,29 @@ class RetryingCall implements InterceptingCallInterface {
     this.firstCall = undefined;
     this.attempt = undefined;
     this.queue = [];
+    this.release();
     this.listener.onReceiveStatus(status);
   }
 
   private commit(): void {
     if (this.committed) return;
     this.committed = true;
-    this.bufferedBytes = 0;
+    this.release();
     this.dropWritten();
+  }
+
+  /** Counts `size` more bytes kept, if both the call's and its target's limits allow. */
+  private keep(size: number): boolean {
+    if (this.bufferedBytes + size > this.settings.maxBufferBytes) return false;
+    if (this.pool !== undefined && !this.pool.take(size)) return false;
+    this.bufferedBytes += size;
+    return true;
+  }
+
+  /** Gives the kept bytes back to the target: the call is committed, or over. */
+  private release(): void {
+    this.pool?.give(this.bufferedBytes);
+    this.bufferedBytes = 0;
   }
 
   /** After the commit, what the attempt has written is never needed again. */
@@ -677,7 +738,7 @@ class RetryingCall implements InterceptingCallInterface {
           }
           // A single request message is sized only now, when a retry is in question: the success
           // path never pays for serializing it twice.
-          if (!this.committed && this.singleRequest && this.overflows(this.queue[0])) this.commit();
+          if (!this.committed && this.singleRequest && !this.keepSingle()) this.commit();
           if (this.committed) committedFailures.add(status);
           reject(status);
         },
@@ -695,8 +756,7 @@ class RetryingCall implements InterceptingCallInterface {
     let callback = context.callback;
     if (!this.committed) {
       const size = this.singleRequest ? 0 : this.sizeOf(message);
-      if (this.bufferedBytes + size <= this.settings.maxBufferBytes) {
-        this.bufferedBytes += size;
+      if (this.keep(size)) {
         // Kept for resending, so the write is acknowledged now, as grpc-js does for its buffer.
         if (callback !== undefined) queueMicrotask(callback);
         callback = undefined;
@@ -708,9 +768,12 @@ class RetryingCall implements InterceptingCallInterface {
     this.pump();
   }
 
-  /** Whether a single request message is too big for the retry buffer. */
-  private overflows(entry: Queued | undefined): boolean {
-    return entry !== undefined && this.sizeOf(entry.message) > this.settings.maxBufferBytes;
+  /** Counts a single request message in the buffer, once; false when it does not fit. */
+  private keepSingle(): boolean {
+    const entry = this.queue[0];
+    if (entry === undefined || this.singleKept) return true;
+    this.singleKept = true;
+    return this.keep(this.sizeOf(entry.message));
   }
 
   private sizeOf(message: unknown): number {
