@@ -25,7 +25,7 @@
 export type { RetryReport } from '../core/options.js';
 export { getRetryReport } from '../core/report.js';
 export { type AdmissionInterceptor, createAdmissionInterceptor } from './admission.js';
-export type { HedgingPolicyOptions } from './hedging.js';
+export type { GrpcHedgeRefusal, HedgingPolicyOptions } from './hedging.js';
 export {
   createRetryInterceptor,
   PREVIOUS_ATTEMPTS_HEADER,
