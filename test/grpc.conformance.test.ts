@@ -1010,16 +1010,17 @@ const HEDGING: Case[] = [
     id: 'hedge-client-stream-fatal',
     rule: 'a fatal status of a client-streaming call ends it, the hedge cancelled',
     async run(implementation) {
+      // 150 ms apart: the fatal answer is back long before the third attempt would be due.
       const { s, client } = await hedgingSetup(implementation, {
         maxAttempts: 3,
-        delayMs: 50,
+        delayMs: 150,
         nonFatal: ['UNAVAILABLE'],
       });
-      s.script({ delayMs: 1000 }, { code: INVALID_ARGUMENT });
+      s.script({ delayMs: 1500 }, { code: INVALID_ARGUMENT });
       const out = await call(client, 'ClientStream', { send: [{ i: 1 }] });
       expect(out.code).toBe(INVALID_ARGUMENT);
-      expect(out.ms).toBeLessThan(1000 - SLACK_MS);
-      await sleep(150);
+      expect(out.ms).toBeLessThan(1500 - SLACK_MS);
+      await sleep(300);
       expect(s.seen).toHaveLength(2);
     },
   },
@@ -1067,12 +1068,13 @@ const HEDGING: Case[] = [
     grpcJs:
       "ends the call with the pushed-back attempt's UNAVAILABLE, cancelling the one still out",
     async run(implementation) {
+      // 150 ms apart: the pushback is back long before the third attempt would be due.
       const { s, client } = await hedgingSetup(implementation, {
         maxAttempts: 4,
-        delayMs: 50,
+        delayMs: 150,
         nonFatal: ['UNAVAILABLE'],
       });
-      s.script({ delayMs: 400 }, { code: UNAVAILABLE, pushback: '-1' });
+      s.script({ delayMs: 800 }, { code: UNAVAILABLE, pushback: '-1' });
       const out = await call(client, 'ClientStream', { send: [{ i: 1 }] });
       expect(out.code).toBe(OK);
       expect(s.seen).toHaveLength(2);

@@ -365,7 +365,7 @@ const RULES: Rule[] = [
       const s = await watchingServer();
       const client = hedgingClient(implementation, s.address, {
         maxAttempts: 3,
-        delayMs: 100,
+        delayMs: 200,
         bufferBytes: 1000,
       });
       s.plan({ delayMs: 300 }, { delayMs: 300 }, {});
@@ -382,7 +382,7 @@ const RULES: Rule[] = [
       // Both had sent as many: the first of them is kept.
       expect(answers).toEqual([{ attempt: 0, count: 3 }]);
       await until(() => s.attempts[1]!.cancelled);
-      // The third attempt was due 200 ms in, long before the answer: never sent.
+      // The third attempt was due 400 ms in, before the answer: never sent.
       expect(s.attempts).toHaveLength(2);
     },
   },
@@ -458,7 +458,7 @@ describe('the hedging interceptor reports what hedging did', () => {
     const client = hedgingClient(
       'stormproof',
       s.address,
-      { maxAttempts: 3, delayMs: 50 },
+      { maxAttempts: 3, delayMs: 150 },
       seen.options,
     );
     s.plan({ delayMs: 5000 }, {});
@@ -496,7 +496,7 @@ describe('the hedging interceptor reports what hedging did', () => {
     const client = hedgingClient(
       'stormproof',
       s.address,
-      { maxAttempts: 3, delayMs: 50, bufferBytes: 500, nonFatal: ['UNAVAILABLE'] },
+      { maxAttempts: 3, delayMs: 150, bufferBytes: 500, nonFatal: ['UNAVAILABLE'] },
       seen.options,
     );
     s.plan({ code: UNAVAILABLE, delayMs: 100 }, { delayMs: 5000 });
@@ -574,12 +574,12 @@ describe('the hedging interceptor reports what hedging did', () => {
     const client = hedgingClient(
       'stormproof',
       s.address,
-      { maxAttempts: 3, delayMs: 50, nonFatal: ['UNAVAILABLE'] },
+      { maxAttempts: 3, delayMs: 150, nonFatal: ['UNAVAILABLE'] },
       seen.options,
     );
     // The hedge is told not to retry: no third attempt; the first fails later, and the call
     // with it, having given up because of the pushback.
-    s.script({ code: UNAVAILABLE, delayMs: 200 }, { code: UNAVAILABLE, pushback: '-1' });
+    s.script({ code: UNAVAILABLE, delayMs: 500 }, { code: UNAVAILABLE, pushback: '-1' });
     const stopped = await call(client, 'Bidi', { send: [m(1)] });
     expect(stopped.code).toBe(UNAVAILABLE);
     expect(seen.giveUps.at(-1)).toMatchObject({
@@ -620,10 +620,10 @@ describe('the hedging interceptor reports what hedging did', () => {
     const client = hedgingClient(
       'stormproof',
       s.address,
-      { maxAttempts: 4, delayMs: 50, nonFatal: ['UNAVAILABLE'] },
+      { maxAttempts: 4, delayMs: 150, nonFatal: ['UNAVAILABLE'] },
       seen.options,
     );
-    s.script({ delayMs: 300 }, { code: UNAVAILABLE, pushback: '-1' });
+    s.script({ delayMs: 600 }, { code: UNAVAILABLE, pushback: '-1' });
     const out = await call(client, 'ClientStream', { send: [m(1)] });
     expect(out.code).toBe(OK);
     expect(s.seen).toHaveLength(2);
