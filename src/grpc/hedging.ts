@@ -6,7 +6,7 @@
 // first asks the budget (A6's throttle per channel target, or a RetryBudget), as a retry would.
 // Every kind of call is hedged: the request messages are kept until the call is committed and
 // each attempt is sent them in order, as A6's buffer does; a call whose messages outgrow the
-// buffer is committed to the attempt that has sent the most of them.
+// buffer (its own, or its channel target's) is committed to the attempt that has sent the most.
 import {
   type InterceptingListener,
   type InterceptorOptions,
@@ -195,9 +195,9 @@ function emit<E>(hook: ((event: E) => unknown) | undefined, event: E): void {
  * One call hedged as gRFC A6 says, of any kind. Its request messages are kept until the call is
  * committed and written to each attempt in order, one write at a time; response headers or a
  * message from one attempt commit the call to it (the others cancelled, the messages freed), as
- * does a message that would take the kept bytes past `maxBufferBytes` (to the attempt that has
- * sent the most, no attempt after it). It reports as a call of the engine with one attempt:
- * `hedges` counts A6's attempts after the first.
+ * does a message that would take the kept bytes past `maxBufferBytes`, or the target's past
+ * `maxTargetBufferBytes` (to the attempt that has sent the most, no attempt after it). It reports
+ * as a call of the engine with one attempt: `hedges` counts A6's attempts after the first.
  */
 export class HedgingCall implements InterceptingCallInterface {
   private listener: InterceptingListener = noListener;
@@ -205,7 +205,7 @@ export class HedgingCall implements InterceptingCallInterface {
   private readonly attempts: Attempt[] = [];
   private committed: Attempt | undefined;
   private finished = false;
-  /** No attempt will follow: committed, throttled, told so by pushback, or all sent. */
+  /** No attempt will follow: committed, throttled, told so by pushback, past the deadline, all sent. */
   private stopped = false;
   /** Why no attempt followed, when one could have: the reason a call that then fails gives. */
   private stopReason: GiveUpReason | undefined;
