@@ -16,11 +16,18 @@ import {
   type StatusObject,
   type sendUnaryData,
 } from '@grpc/grpc-js';
+import { AggregationTemporality, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  BasicTracerProvider,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type CallMessage, channels, type HedgeMessage } from '../src/core/instrument.js';
 import type { GiveUpEvent, SuccessEvent } from '../src/core/options.js';
 import { getRetryReport } from '../src/core/report.js';
 import { createRetryInterceptor, type RetryInterceptorOptions } from '../src/grpc/index.js';
+import { instrument } from '../src/otel/index.js';
 import { ManualClock } from './helpers/clocks.js';
 import {
   call,
@@ -871,5 +878,63 @@ describe("the buffer a channel target's calls share (maxTargetBufferBytes, A6's 
     expect(() => createRetryInterceptor({ hedging: {}, maxTargetBufferBytes: 1.5 })).toThrow(
       /maxTargetBufferBytes/,
     );
+  });
+});
+
+describe("stormproof/otel sees gRPC hedges as it sees the engine's", () => {
+  class TestReader extends MetricReader {
+    constructor() {
+      super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+    }
+    protected async onForceFlush(): Promise<void> {}
+    protected async onShutdown(): Promise<void> {}
+  }
+
+  it('counts hedge events and hedges per call, and marks the call span', async () => {
+    const reader = new TestReader();
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+    });
+    const handle = instrument({ meterProvider, tracerProvider });
+    try {
+      const s = await watchingServer();
+      const client = hedgingClient('stormproof', s.address, { maxAttempts: 2, delayMs: 50 });
+      s.plan({ delayMs: 5000 }, {});
+      const stream = clientStream(client);
+      stream.write(m(1));
+      await until(() => s.attempts[1]?.messages.length === 1);
+      stream.end();
+      expect((await stream.done).status.code).toBe(OK);
+      const { resourceMetrics } = await reader.collect();
+      const metrics = new Map(
+        resourceMetrics.scopeMetrics.flatMap((scope) =>
+          scope.metrics.map((metric) => [metric.descriptor.name, metric.dataPoints] as const),
+        ),
+      );
+      const events = (metrics.get('stormproof.hedge.events') ?? []).map((p) => [
+        p.attributes['stormproof.hedge.event'],
+        p.value,
+      ]);
+      expect(events.sort()).toEqual([
+        ['cancelled', 1],
+        ['sent', 1],
+        ['won', 1],
+      ]);
+      const hedges = metrics.get('stormproof.call.hedges')?.[0]?.value as { sum: number };
+      expect(hedges.sum).toBe(1);
+      const [span] = exporter.getFinishedSpans();
+      expect(span?.attributes['stormproof.hedges']).toBe(1);
+      expect(span?.events.map((e) => e.attributes?.['stormproof.hedge.event'])).toEqual([
+        'sent',
+        'won',
+        'cancelled',
+      ]);
+    } finally {
+      handle.stop();
+      await meterProvider.shutdown();
+      await tracerProvider.shutdown();
+    }
   });
 });
