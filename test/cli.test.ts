@@ -36,7 +36,7 @@ const SMALL_STORM = ['--rps', '500', '--duration', '30', '--fault-at', '5', '--f
  * The time bound of a test that runs storms or draws reports: seconds alone, but the tests of these
  * describes run at once, beside the suite's other files, on two shared cores.
  */
-const HEAVY = 60_000;
+const HEAVY = { timeout: 60_000 };
 
 describe.concurrent('stormproof sim <scenario> --json', () => {
   it("herd: the storm story's figures, without and with jitter", async () => {
@@ -117,48 +117,41 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
     });
   });
 
-  it(
-    'timers: a spike of every device against a flat spread',
-    async () => {
-      expect(await json(['sim', 'timers'])).toEqual({
-        aligned: { peakRps: 10_000 },
-        offset: { peakRps: 10 },
-        uniformRps: 10_000 / 1200,
-      });
-    },
-    HEAVY,
-  );
+  it('timers: a spike of every device against a flat spread', HEAVY, async () => {
+    expect(await json(['sim', 'timers'])).toEqual({
+      aligned: { peakRps: 10_000 },
+      offset: { peakRps: 10 },
+      uniformRps: 10_000 / 1200,
+    });
+  });
 
-  it(
-    'storm: the figures of one setup',
-    async () => {
-      for (const policy of ['naive', 'stormproof']) {
-        const r = (await json(['sim', 'storm', '--policy', policy, ...SMALL_STORM])) as Record<
-          string,
-          unknown
-        >;
-        expect(r).toMatchObject({ policy, manualRecovery: false });
-        expect(r.normalRps).toBeGreaterThan(400);
-        expect(r.peakRpsAfterFailover).toBeGreaterThanOrEqual(r.normalRps as number);
-        expect(r).toHaveProperty('recoveredAfterFaultSeconds');
-        const recovered = r.recoveredAfterFaultSeconds;
-        expect(recovered === null || typeof recovered === 'number').toBe(true);
-      }
-      const manual = (await json([
-        'sim',
-        'storm',
-        '--manual-recovery',
-        '--seed',
-        '3',
-        ...SMALL_STORM,
-      ])) as Record<string, unknown>;
-      expect(manual).toMatchObject({ policy: 'naive', manualRecovery: true });
-    },
-    HEAVY,
-  );
+  it('storm: the figures of one setup', HEAVY, async () => {
+    for (const policy of ['naive', 'stormproof']) {
+      const r = (await json(['sim', 'storm', '--policy', policy, ...SMALL_STORM])) as Record<
+        string,
+        unknown
+      >;
+      expect(r).toMatchObject({ policy, manualRecovery: false });
+      expect(r.normalRps).toBeGreaterThan(400);
+      expect(r.peakRpsAfterFailover).toBeGreaterThanOrEqual(r.normalRps as number);
+      expect(r).toHaveProperty('recoveredAfterFaultSeconds');
+      const recovered = r.recoveredAfterFaultSeconds;
+      expect(recovered === null || typeof recovered === 'number').toBe(true);
+    }
+    const manual = (await json([
+      'sim',
+      'storm',
+      '--manual-recovery',
+      '--seed',
+      '3',
+      ...SMALL_STORM,
+    ])) as Record<string, unknown>;
+    expect(manual).toMatchObject({ policy: 'naive', manualRecovery: true });
+  });
 
   it(
     'storm --server: the API servers protected by stormproof/server or all or nothing',
+    HEAVY,
     async () => {
       for (const server of ['stormproof', 'all-or-nothing']) {
         const r = (await json(['sim', 'storm', '--server', server, ...SMALL_STORM])) as Record<
@@ -175,11 +168,11 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/--server/);
     },
-    HEAVY,
   );
 
   it(
     'storm --breaker: a circuit breaker per partner instance, stormproof only',
+    HEAVY,
     async () => {
       const args = ['sim', 'storm', '--policy', 'stormproof', ...SMALL_STORM];
       const plain = (await json(args)) as Record<string, unknown>;
@@ -197,7 +190,6 @@ describe.concurrent('stormproof sim <scenario> --json', () => {
         'stormproof sim storm: --breaker needs --policy stormproof (the naive stack has no breaker), got --policy naive (the default)\n',
       );
     },
-    HEAVY,
   );
 });
 
@@ -218,6 +210,7 @@ describe.concurrent('text output and charts', () => {
 
   it(
     '--plot writes a self-contained HTML page or an SVG picture for every scenario',
+    HEAVY,
     async () => {
       const scenarios: Array<[string, string[], number]> = [
         ['herd', [], 2],
@@ -252,109 +245,84 @@ describe.concurrent('text output and charts', () => {
         }
       }
     },
-    HEAVY,
   );
 
-  it(
-    '--plot of a long counted herd: a chart of the busiest slot of each span',
-    async () => {
-      // 100,000 clients without jitter, capped at 50 s: 2 * 10^7 slots, each one an array entry
-      // before (15 s and 1.7 GB of arrays, then a stack overflow in the chart).
-      const file = join(dir, 'long-herd.svg');
-      const r = await cli([
-        'sim',
-        'herd',
-        ...['--clients', '100000', '--jitter', 'none', '--cap-ms', '50000', '--mode', 'counted'],
-        ...['--json', '--plot', file],
-      ]);
-      expect(r.code, r.stderr).toBe(0);
-      expect(JSON.parse(r.stdout)).toEqual({
-        calls: 200_050_000,
-        busiestSlot: 99_975,
-        doneAfterSeconds: 199_601.01,
-      });
-      const svg = readFileSync(file, 'utf8');
-      expect(svg).toMatch(/calls per 10 ms slot, the busiest of each 5\.12 s/);
-      expect(svg.length).toBeLessThan(1_000_000);
-    },
-    HEAVY,
-  );
+  it('--plot of a long counted herd: a chart of the busiest slot of each span', HEAVY, async () => {
+    // 100,000 clients without jitter, capped at 50 s: 2 * 10^7 slots, each one an array entry
+    // before (15 s and 1.7 GB of arrays, then a stack overflow in the chart).
+    const file = join(dir, 'long-herd.svg');
+    const r = await cli([
+      'sim',
+      'herd',
+      ...['--clients', '100000', '--jitter', 'none', '--cap-ms', '50000', '--mode', 'counted'],
+      ...['--json', '--plot', file],
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({
+      calls: 200_050_000,
+      busiestSlot: 99_975,
+      doneAfterSeconds: 199_601.01,
+    });
+    const svg = readFileSync(file, 'utf8');
+    expect(svg).toMatch(/calls per 10 ms slot, the busiest of each 5\.12 s/);
+    expect(svg.length).toBeLessThan(1_000_000);
+  });
 
-  it(
-    'the storm chart draws naive and stormproof side by side, fault shaded',
-    async () => {
-      const file = join(dir, 'storm.svg');
-      const r = await cli([
-        'sim',
-        'storm',
-        '--policy',
-        'stormproof',
-        ...SMALL_STORM,
-        '--plot',
-        file,
-      ]);
-      expect(r.code).toBe(0);
-      const svg = readFileSync(file, 'utf8');
-      expect(svg.indexOf('naive: ')).toBeLessThan(svg.indexOf('stormproof: '));
-      expect(svg).toMatch(/naive: [\d,]+\/s after the failover, recovered /);
-      // The failover is shaded in each chart: the two side by side and stormproof on its own scale.
-      expect(svg.match(/class="band"/g)).toHaveLength(3);
-      for (const s of ['offered', 'succeeded', 'failed'])
-        expect(svg).toContain(`data-series="${s}"`);
-    },
-    HEAVY,
-  );
+  it('the storm chart draws naive and stormproof side by side, fault shaded', HEAVY, async () => {
+    const file = join(dir, 'storm.svg');
+    const r = await cli(['sim', 'storm', '--policy', 'stormproof', ...SMALL_STORM, '--plot', file]);
+    expect(r.code).toBe(0);
+    const svg = readFileSync(file, 'utf8');
+    expect(svg.indexOf('naive: ')).toBeLessThan(svg.indexOf('stormproof: '));
+    expect(svg).toMatch(/naive: [\d,]+\/s after the failover, recovered /);
+    // The failover is shaded in each chart: the two side by side and stormproof on its own scale.
+    expect(svg.match(/class="band"/g)).toHaveLength(3);
+    for (const s of ['offered', 'succeeded', 'failed']) expect(svg).toContain(`data-series="${s}"`);
+  });
 });
 
 describe.concurrent('stormproof lab', () => {
-  it(
-    'compares naive and stormproof, writes the report and says where',
-    async () => {
-      const out = join(dir, 'lab/storm-lab.html');
-      const r = await cli(['lab', ...SMALL_STORM, '--out', out]);
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.stdout).toMatch(
-        /naive\s+naive \+ stormproof\/server\s+naive \+ all-or-nothing shedder\s+stormproof\s+stormproof \+ stormproof\/server/,
-      );
-      expect(r.stdout).toMatch(/normal load \(requests\/s\)\s+[\d,]+\s+[\d,]+/);
-      expect(r.stdout).toMatch(/peak load after the database was back\s+[\d,]+\s+[\d,]+/);
-      expect(r.stdout).toMatch(/recovered after the database/);
-      expect(r.stdout).toContain(`Report with the charts: ${out}`);
-      const html = readFileSync(out, 'utf8');
-      // The five runs side by side on one scale, stormproof on its own, then the servers' share.
-      expect(html.match(/<svg /g)).toHaveLength(7);
-      expect(html).toContain('What the API servers&#39; protection did');
-      expect(html).toContain('The storm lab');
-      expect(html).toContain('stormproof on its own scale');
-      // Where stormproof's failed requests fall, in figures that add up to its total.
-      const split = html.match(
-        /Its ([\d,]+) failed user requests are the failover&#39;s own: ([\d,]+) ended while the database was down .*?, ([\d,]+) in the 5 s after it .*?, and ([\d,]+) later/,
-      );
-      expect(split, 'the explanation of the failed requests').not.toBeNull();
-      const [total, down, after, later] = split!.slice(1).map((n) => Number(n.replaceAll(',', '')));
-      expect(down! + after! + later!).toBe(total);
-      expect(existsSync(`${out}.${r.code}.tmp`)).toBe(false);
-    },
-    HEAVY,
-  );
+  it('compares naive and stormproof, writes the report and says where', HEAVY, async () => {
+    const out = join(dir, 'lab/storm-lab.html');
+    const r = await cli(['lab', ...SMALL_STORM, '--out', out]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(
+      /naive\s+naive \+ stormproof\/server\s+naive \+ all-or-nothing shedder\s+stormproof\s+stormproof \+ stormproof\/server/,
+    );
+    expect(r.stdout).toMatch(/normal load \(requests\/s\)\s+[\d,]+\s+[\d,]+/);
+    expect(r.stdout).toMatch(/peak load after the database was back\s+[\d,]+\s+[\d,]+/);
+    expect(r.stdout).toMatch(/recovered after the database/);
+    expect(r.stdout).toContain(`Report with the charts: ${out}`);
+    const html = readFileSync(out, 'utf8');
+    // The five runs side by side on one scale, stormproof on its own, then the servers' share.
+    expect(html.match(/<svg /g)).toHaveLength(7);
+    expect(html).toContain('What the API servers&#39; protection did');
+    expect(html).toContain('The storm lab');
+    expect(html).toContain('stormproof on its own scale');
+    // Where stormproof's failed requests fall, in figures that add up to its total.
+    const split = html.match(
+      /Its ([\d,]+) failed user requests are the failover&#39;s own: ([\d,]+) ended while the database was down .*?, ([\d,]+) in the 5 s after it .*?, and ([\d,]+) later/,
+    );
+    expect(split, 'the explanation of the failed requests').not.toBeNull();
+    const [total, down, after, later] = split!.slice(1).map((n) => Number(n.replaceAll(',', '')));
+    expect(down! + after! + later!).toBe(total);
+    expect(existsSync(`${out}.${r.code}.tmp`)).toBe(false);
+  });
 
-  it(
-    'takes --plot FILE as sim does, for the same report as --out',
-    async () => {
-      const out = join(dir, 'lab/plotted.html');
-      const r = await cli(['lab', ...SMALL_STORM, '--plot', out, '--json']);
-      expect(r.code, r.stderr).toBe(0);
-      expect((JSON.parse(r.stdout) as { report: string }).report).toBe(out);
-      expect(readFileSync(out, 'utf8')).toContain('The storm lab');
-      const both = await cli(['lab', '--plot', out, '--out', join(dir, 'lab/other.html')]);
-      expect(both.code).toBe(2);
-      expect(both.stderr).toMatch(/--out .*other\.html and --plot .*plotted\.html name two files/);
-    },
-    HEAVY,
-  );
+  it('takes --plot FILE as sim does, for the same report as --out', HEAVY, async () => {
+    const out = join(dir, 'lab/plotted.html');
+    const r = await cli(['lab', ...SMALL_STORM, '--plot', out, '--json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { report: string }).report).toBe(out);
+    expect(readFileSync(out, 'utf8')).toContain('The storm lab');
+    const both = await cli(['lab', '--plot', out, '--out', join(dir, 'lab/other.html')]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/--out .*other\.html and --plot .*plotted\.html name two files/);
+  });
 
   it(
     '--json gives every setup and the report path; --manual-recovery adds one',
+    HEAVY,
     async () => {
       const out = join(dir, 'lab/lab.svg');
       const r = (await json(['lab', ...SMALL_STORM, '--manual-recovery', '--out', out])) as Record<
@@ -385,7 +353,6 @@ describe.concurrent('stormproof lab', () => {
       expect(r.report).toBe(out);
       expect(readFileSync(out, 'utf8').match(/class="chart"/g)).toHaveLength(8);
     },
-    HEAVY,
   );
 });
 
