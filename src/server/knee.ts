@@ -47,8 +47,9 @@ export interface KneeOptions {
    * How far above the estimated concurrency the limit sits, as a share of it: enough that the
    * backend is never idle between a finish and the next start, little enough that requests wait
    * in the shedder's queue rather than inside the handler; at least one request (a fifth of a
-   * small estimate rounds to nothing), unless it is 0. (One round in 16 tries a quarter more, at
-   * least one request, to find capacity the backend gained.)
+   * small estimate rounds to nothing), unless it is 0. (Where that is less than a tenth over the
+   * estimate, one round in 16 tries a quarter more, at least one request, to find capacity the
+   * backend gained.)
    * @default 0.2
    * @example
    * ```ts
@@ -80,6 +81,10 @@ const PROBE_EVERY = 16;
 const PROBE = 0.25;
 /** After this many falls of the estimate in a row, the service itself got slower. */
 const SLOWER_AFTER_FALLS = 3;
+/** The backend gained capacity: this many rounds in a row served more than the estimate unqueued. */
+const GAIN_ROUNDS = 2;
+/** Queueing must stand this many of an unqueued round's standard errors above the floor. */
+const SPREAD_Z = 1.5;
 /** How much of an unqueued round's latency enters the unloaded latency. */
 const FLOOR_SMOOTHING = 0.25;
 
@@ -96,10 +101,16 @@ function count(owner: string, name: string, value: unknown, fallback: number, mi
  *   no answer, or took no measurable time, is not heard: its latency is not the service's.
  * - Requests served one at a time cannot queue behind each other: such a round's latency is the
  *   unloaded one, however it spreads.
- * - Startup: the limit full and the latency within a quarter of the unloaded one: double.
+ * - Startup: the limit full and the latency within a quarter of the unloaded one: double. Until
+ *   four requests measured the unloaded latency, it doubles whatever the latency.
+ * - What queueing a round shows is judged past its noise: the service's own spread over the root
+ *   of the round's size and of the floor's, one and a half times (a service of widely spread
+ *   latencies must not read its spread as queueing).
  * - A round that queued: the limit becomes the estimated concurrency plus the headroom, at once
- *   when the estimate fell by a fifth or more, smoothed otherwise. One round in 16 probes a
- *   quarter higher. Rounds with demand below the limit and nothing queued teach it nothing.
+ *   when the estimate fell by a fifth or more, smoothed otherwise. Rounds with demand below the
+ *   limit and nothing queued teach it nothing. More in flight than the estimate with nothing
+ *   queued raises the estimate at once; twice in a row, the backend gained capacity and startup
+ *   runs again. Where the headroom is under a tenth, one round in 16 probes a quarter higher.
  * - The unloaded latency is the mean of startup's rounds below the knee, then of rounds in
  *   which nothing queued; three falls of the estimate in a row mean the service got slower, and
  *   its latency then is the new unloaded one.
@@ -137,9 +148,12 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   // The last counted round: its mean in flight and its latency.
   /** Latencies of startup rounds below the knee: their mean is the unloaded latency. */
   let startupSum = 0;
+  let startupSquares = 0;
   let startupCount = 0;
   /** Rounds in a row whose estimate fell by a fifth or more. */
   let falls = 0;
+  /** Rounds in a row with more in flight than the estimate and nothing queued. */
+  let gains = 0;
   let rounds = 0;
 
   const clamp = (n: number) => Math.min(max, Math.max(min, n));
@@ -156,7 +170,19 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     const standardError = Math.sqrt(
       Math.max(0, latencySquares / samples - latency * latency) / samples,
     );
-    const seen = latency - standardError;
+    // An unqueued round's mean strays from the floor by the service's own spread, over the root
+    // of the round's size and of the floor's: queueing must stand out of that by one and a half
+    // times (a wide spread read as queueing cuts the limit below the backend's concurrency, round
+    // after round; a steady service's spread is a few percent, and changes nothing).
+    // The spread is the unloaded requests', or this round's own while fewer than two unloaded
+    // requests measured it.
+    const spread =
+      startupCount > 1
+        ? Math.sqrt(Math.max(0, startupSquares / startupCount - (startupSum / startupCount) ** 2))
+        : standardError * Math.sqrt(samples);
+    const noise =
+      floor === undefined ? 0 : spread * Math.sqrt(1 / samples + 1 / Math.max(1, startupCount));
+    const seen = latency - Math.max(standardError, SPREAD_Z * noise);
     // Demand below the limit, with nothing queued, says nothing about the limit. A round that
     // queued below the limit (requests admitted before it still ahead of them) says the backend
     // is past its knee: it counts.
@@ -169,6 +195,7 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       // Startup, below the knee: every request was in service. The unloaded latency is the mean
       // of all of them (a first round of one lucky request must not set it low for good).
       startupSum += latencySum;
+      startupSquares += latencySquares;
       startupCount += samples;
       floor = startupSum / startupCount;
     } else if (soloCount > 0) {
@@ -188,19 +215,29 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       floor = latency;
       falls = 0;
     }
+    // Whether the round queued is judged past the noise (`seen`); how many it served is read
+    // from its mean less its own standard error, as a steady service's rounds are.
     const queued = alone ? 1 : Math.max(1, seen / floor);
-    // More in flight than the estimate, and nothing queued: the backend gained capacity (a
-    // failover back to the larger replica). Find it as at the start.
-    // (Or the limit was full and nothing queued: a limit at or below the backend's concurrency,
-    // as after a cut to a small one, where the headroom rounds to nothing.)
-    if (
+    const queuedMean = alone ? 1 : Math.max(1, (latency - standardError) / floor);
+    // More in flight than the estimate, and nothing queued: the backend serves at least that
+    // many, and the estimate takes it at once (below). Two such rounds in a row, the second at
+    // the raised estimate's limit: the backend gained capacity (a failover back to the larger
+    // replica); find it as at the start. (One round alone may be an estimate that read the
+    // leftovers of startup's overshoot as queueing and fell too far: raising it is enough.)
+    const gained =
       concurrency !== undefined &&
       queued <= 1 + NO_QUEUE &&
-      inflight >= Math.min((1 + 2 * NO_QUEUE) * concurrency, full ? Math.round(limit) : Infinity)
-    ) {
+      inflight >= (1 + 2 * NO_QUEUE) * concurrency;
+    gains = gained ? gains + 1 : 0;
+    if (gains >= GAIN_ROUNDS) {
+      gains = 0;
       concurrency = undefined;
       // The new startup's unloaded latency starts from the one known now, as one round's worth:
       // the first startup's requests may be from a faster or slower service than today's.
+      // It keeps the spread measured so far (its mean square over its mean squared).
+      const mean = startupSum / startupCount;
+      const relativeSquare = mean > 0 ? startupSquares / startupCount / (mean * mean) : 1;
+      startupSquares = floor * floor * relativeSquare * CRUISE_SAMPLES;
       startupSum = floor * CRUISE_SAMPLES;
       startupCount = CRUISE_SAMPLES;
     }
@@ -211,7 +248,7 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     }
     // The requests in service: all of those in flight when nothing queued, else Little's law.
     // (At least one: whenever requests finish, one was in service.)
-    const served = inflight / Math.max(1, queued);
+    const served = inflight / queuedMean;
     let estimate = Math.max(1, served);
     // Fewer in flight than the estimate, and no clear queueing: the demand, not the backend,
     // set this round (one request at the limit made it full). It may raise the estimate, never
@@ -221,22 +258,28 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     if (demandSet) estimate = Math.max(estimate, concurrency!);
     // (Judged before the floor of one: a service four times slower reads as a quarter of a
     // request in service, round after round, and that is how a slower service is told apart.)
-    const fell = concurrency !== undefined && !demandSet && served < FAST_FALL * concurrency;
+    // (A fall must show past the noise too.)
+    const fell =
+      concurrency !== undefined && !demandSet && inflight / queued < FAST_FALL * concurrency;
     falls = fell ? falls + 1 : 0;
     concurrency =
-      concurrency === undefined || fell
+      concurrency === undefined || fell || gained
         ? estimate
         : concurrency + (estimate - concurrency) * SMOOTHING;
     // Every PROBE_EVERY rounds one round tries a quarter more (at least one more): if the
     // backend serves them without queueing, the estimate grows with them.
     // A probe of one request more than a small estimate adds much more than a quarter: it
     // comes as much less often, so it costs about the same share of requests.
+    // A limit with headroom that rounds to more than a tenth over the estimate finds gained
+    // capacity by itself (the rule above); one that does not needs the probe.
     rounds++;
+    const steady = withHeadroom(concurrency);
+    const probes = Math.round(steady) < (1 + 2 * NO_QUEUE) * concurrency;
     const every = PROBE_EVERY * Math.max(1, Math.round(1 / (PROBE * concurrency)));
     limit = clamp(
-      rounds % every === 0
+      probes && rounds % every === 0
         ? concurrency * Math.max(1 + PROBE, 1 + 1 / concurrency)
-        : withHeadroom(concurrency),
+        : steady,
     );
   };
 
