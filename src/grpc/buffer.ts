@@ -22,3 +22,41 @@ export class BufferPool {
     this.used -= bytes;
   }
 }
+
+/**
+ * The request bytes one call keeps for resending or hedging, under its own limit and, once the
+ * call knows its target, that target's pool too.
+ */
+export class CallBuffer {
+  private bytes = 0;
+  /** The channel target's pool, which the bytes are taken from; set when the call starts. */
+  pool: BufferPool | undefined;
+
+  constructor(private readonly maxBytes: number) {}
+
+  /** Counts `size` more bytes kept, if both the call's and its target's limits allow. */
+  keep(size: number): boolean {
+    if (this.bytes + size > this.maxBytes) return false;
+    if (this.pool !== undefined && !this.pool.take(size)) return false;
+    this.bytes += size;
+    return true;
+  }
+
+  /** Gives the kept bytes back to the target: the call is committed, or over. */
+  release(): void {
+    this.pool?.give(this.bytes);
+    this.bytes = 0;
+  }
+}
+
+/**
+ * A request message's size on the wire; infinite when it does not serialize (an attempt will
+ * fail to serialize it and end the call: never keep it for another).
+ */
+export function serializedSize(serialize: (message: unknown) => Uint8Array, message: unknown) {
+  try {
+    return serialize(message).length;
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}

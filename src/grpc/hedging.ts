@@ -34,7 +34,7 @@ import {
   isThenable,
   refuseNulls,
 } from '../core/validate.js';
-import type { BufferPool } from './buffer.js';
+import { type BufferPool, CallBuffer, serializedSize } from './buffer.js';
 import { capMaxAttempts } from './limits.js';
 import { keepReport, noListener, wholeListener } from './listener.js';
 import { MAX_PUSHBACK_MS, PUSHBACK_TRAILER, parsePushback } from './pushback.js';
@@ -213,9 +213,8 @@ export class HedgingCall implements InterceptingCallInterface {
   /** The request messages from `dropped` on: every one until the call is committed. */
   private queue: Queued[] = [];
   private dropped = 0;
-  private bufferedBytes = 0;
-  /** The channel target's bytes, which `bufferedBytes` are taken from. */
-  private pool: BufferPool | undefined;
+  /** The request bytes kept for resending, against the call's and its target's limits. */
+  private readonly buffer: CallBuffer;
   private halfClosed = false;
   private readStarted = false;
   /** Aborts the wait for the next attempt. */
@@ -245,6 +244,7 @@ export class HedgingCall implements InterceptingCallInterface {
     private readonly options: InterceptorOptions,
     private readonly nextCall: NextCall,
   ) {
+    this.buffer = new CallBuffer(settings.maxBufferBytes);
     this.unaryResponse = !options.method_definition.responseStream;
     this.singleRequest = !options.method_definition.requestStream;
   }
@@ -264,7 +264,7 @@ export class HedgingCall implements InterceptingCallInterface {
     this.firstCall = this.nextCall(this.options);
     const target = this.firstCall.getPeer();
     this.budget = this.settings.budgetOf(target);
-    this.pool = this.settings.poolOf(target);
+    this.buffer.pool = this.settings.poolOf(target);
     this.budget?.recordRequest(this.startedAt);
     if (callChannel.hasSubscribers) {
       callChannel.publish({ type: 'start', call: this.callRef(), atMs: this.startedAt });
@@ -422,33 +422,10 @@ export class HedgingCall implements InterceptingCallInterface {
   private kept(): boolean {
     for (const entry of this.queue) {
       if (entry.size !== undefined) continue;
-      entry.size = this.sizeOf(entry.message);
-      if (!this.keep(entry.size)) return false;
+      entry.size = serializedSize(this.options.method_definition.requestSerialize, entry.message);
+      if (!this.buffer.keep(entry.size)) return false;
     }
     return true;
-  }
-
-  /** Counts `size` more bytes kept, if both the call's and its target's limits allow. */
-  private keep(size: number): boolean {
-    if (this.bufferedBytes + size > this.settings.maxBufferBytes) return false;
-    if (this.pool !== undefined && !this.pool.take(size)) return false;
-    this.bufferedBytes += size;
-    return true;
-  }
-
-  /** Gives the kept bytes back to the target: the call is committed, or over. */
-  private release(): void {
-    this.pool?.give(this.bufferedBytes);
-    this.bufferedBytes = 0;
-  }
-
-  private sizeOf(message: unknown): number {
-    try {
-      return this.options.method_definition.requestSerialize(message).length;
-    } catch {
-      // An attempt will fail to serialize it and end the call; never keep it for another.
-      return Number.POSITIVE_INFINITY;
-    }
   }
 
   /**
@@ -487,7 +464,7 @@ export class HedgingCall implements InterceptingCallInterface {
     this.wait?.abort();
     this.wait = undefined;
     this.cancelOthers(attempt);
-    this.release();
+    this.buffer.release();
     this.dropWritten();
   }
 
@@ -626,7 +603,7 @@ export class HedgingCall implements InterceptingCallInterface {
     this.firstCall?.cancelWithStatus(CODE.CANCELLED, 'Cancelled before it started');
     this.firstCall = undefined;
     this.queue = [];
-    this.release();
+    this.buffer.release();
     this.report(status, ending);
     this.listener.onReceiveStatus(status);
   }
@@ -699,8 +676,9 @@ export class HedgingCall implements InterceptingCallInterface {
     if (this.committed === undefined) {
       // A single request waits to be sized until a hedge needs it; a stream is counted as it
       // grows, since any message may be the one that no longer fits.
-      if (!this.singleRequest || this.attempts.length > 1) size = this.sizeOf(message);
-      if (size === undefined || this.keep(size)) {
+      if (!this.singleRequest || this.attempts.length > 1)
+        size = serializedSize(this.options.method_definition.requestSerialize, message);
+      if (size === undefined || this.buffer.keep(size)) {
         // Kept for later attempts, so acknowledged now, as grpc-js does for its buffer.
         if (callback !== undefined) queueMicrotask(callback);
         callback = undefined;

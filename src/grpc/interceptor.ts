@@ -27,7 +27,7 @@ import { addReportFinder, getRetryReport } from '../core/report.js';
 import { createRetryPolicy, type RetryPolicy } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, refuseNulls } from '../core/validate.js';
 import { OriginBudgets } from '../fetch/budgets.js';
-import { BufferPool } from './buffer.js';
+import { BufferPool, CallBuffer, serializedSize } from './buffer.js';
 import {
   checkHedging,
   HedgingCall,
@@ -552,9 +552,8 @@ class RetryingCall implements InterceptingCallInterface {
   private metadata: Metadata | undefined;
   /** Messages every new attempt sends first; once committed, only those not yet written. */
   private queue: Queued[] = [];
-  private bufferedBytes = 0;
-  /** The channel target's bytes, which `bufferedBytes` are taken from. */
-  private pool: BufferPool | undefined;
+  /** The request bytes kept for resending, against the call's and its target's limits. */
+  private readonly buffer: CallBuffer;
   /** A single request message has been counted in the buffer (once a retry was in question). */
   private singleKept = false;
   private halfClosed = false;
@@ -576,6 +575,7 @@ class RetryingCall implements InterceptingCallInterface {
     private readonly options: InterceptorOptions,
     private readonly nextCall: NextCall,
   ) {
+    this.buffer = new CallBuffer(settings.maxBufferBytes);
     this.singleRequest = !options.method_definition.requestStream;
   }
 
@@ -592,7 +592,7 @@ class RetryingCall implements InterceptingCallInterface {
     this.firstCall = this.nextCall(this.options);
     const target = this.firstCall.getPeer();
     const policy = this.settings.policyOf(target);
-    this.pool = this.settings.poolOf(target);
+    this.buffer.pool = this.settings.poolOf(target);
     const call: CallOptions = { signal: this.controller.signal };
     if (left !== undefined) {
       // Whole ms, rounded down: the engine may give up up to 1 ms early, never late.
@@ -638,29 +638,15 @@ class RetryingCall implements InterceptingCallInterface {
     this.firstCall = undefined;
     this.attempt = undefined;
     this.queue = [];
-    this.release();
+    this.buffer.release();
     this.listener.onReceiveStatus(status);
   }
 
   private commit(): void {
     if (this.committed) return;
     this.committed = true;
-    this.release();
+    this.buffer.release();
     this.dropWritten();
-  }
-
-  /** Counts `size` more bytes kept, if both the call's and its target's limits allow. */
-  private keep(size: number): boolean {
-    if (this.bufferedBytes + size > this.settings.maxBufferBytes) return false;
-    if (this.pool !== undefined && !this.pool.take(size)) return false;
-    this.bufferedBytes += size;
-    return true;
-  }
-
-  /** Gives the kept bytes back to the target: the call is committed, or over. */
-  private release(): void {
-    this.pool?.give(this.bufferedBytes);
-    this.bufferedBytes = 0;
   }
 
   /** After the commit, what the attempt has written is never needed again. */
@@ -755,8 +741,10 @@ class RetryingCall implements InterceptingCallInterface {
     if (this.finished) return;
     let callback = context.callback;
     if (!this.committed) {
-      const size = this.singleRequest ? 0 : this.sizeOf(message);
-      if (this.keep(size)) {
+      const size = this.singleRequest
+        ? 0
+        : serializedSize(this.options.method_definition.requestSerialize, message);
+      if (this.buffer.keep(size)) {
         // Kept for resending, so the write is acknowledged now, as grpc-js does for its buffer.
         if (callback !== undefined) queueMicrotask(callback);
         callback = undefined;
@@ -773,16 +761,9 @@ class RetryingCall implements InterceptingCallInterface {
     const entry = this.queue[0];
     if (entry === undefined || this.singleKept) return true;
     this.singleKept = true;
-    return this.keep(this.sizeOf(entry.message));
-  }
-
-  private sizeOf(message: unknown): number {
-    try {
-      return this.options.method_definition.requestSerialize(message).length;
-    } catch {
-      // The attempt will fail to serialize it and end the call; never keep it for a retry.
-      return Number.POSITIVE_INFINITY;
-    }
+    return this.buffer.keep(
+      serializedSize(this.options.method_definition.requestSerialize, entry.message),
+    );
   }
 
   sendMessage(message: unknown): void {
