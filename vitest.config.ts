@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -11,7 +12,22 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/**/*.fleet.test.ts', 'test/lab-live*.test.ts'],
+          exclude: [
+            'test/**/*.fleet.test.ts',
+            'test/lab-live*.test.ts',
+            'test/**/*.browser.test.ts',
+          ],
+          sequence: { groupOrder: 0 },
+        },
+      },
+      // Pages in headless Chromium: the tests of a describe.concurrent, each in a browser context
+      // of its own, run side by side, one a core (each page computes in a worker of its own).
+      {
+        extends: true,
+        test: {
+          name: 'chromium',
+          include: ['test/**/*.browser.test.ts'],
+          maxConcurrency: Math.max(2, availableParallelism()),
           sequence: { groupOrder: 0 },
         },
       },

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, it as base, beforeAll, describe, expect, it } from 'vitest';
 import { herdView, mapView, type PageSection, stormView } from '../src/page/compute.js';
 import {
   checkHerd,
@@ -205,14 +205,12 @@ describe('stormproof lab --serve', () => {
   });
 });
 
-describe('the page in Chromium', () => {
+// Each test has a browser context of its own, so they run side by side (two at a time: the
+// browser project's maxConcurrency in vitest.config.ts); one browser serves them all.
+describe.concurrent('the page in Chromium', () => {
   /** Generous bounds for a busy 2-core machine; every wait ends as soon as the page is ready. */
   const WAIT = 30_000;
   let browser: Browser | undefined;
-  let context: BrowserContext | undefined;
-  let page: Page;
-  /** Console errors and warnings, and uncaught errors, of the test's pages. */
-  let problems: string[] = [];
 
   beforeAll(async () => {
     browser = await launchChromium("the storm lab's page");
@@ -222,30 +220,44 @@ describe('the page in Chromium', () => {
     await browser?.close();
   });
 
-  /** A new page that records its problems. */
-  async function open(hash = ''): Promise<Page> {
-    const opened = await context!.newPage();
-    opened.on('console', (m) => {
-      if (m.type() === 'error' || m.type() === 'warning') problems.push(`${m.type()}: ${m.text()}`);
-    });
-    opened.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
-    await opened.goto(`${origin()}/${hash}`);
-    return opened;
+  /** A test's own browser context, the page it opens on, and what went wrong in its pages. */
+  interface Tab {
+    readonly context: BrowserContext;
+    /** The page opened before the test, on the page's first view. */
+    readonly page: Page;
+    /** Console errors and warnings, and uncaught errors, of the test's pages. */
+    readonly problems: string[];
+    /** A new page of the test's context, at `hash`, that records its problems. */
+    open(hash?: string): Promise<Page>;
   }
 
-  beforeEach(async () => {
-    problems = [];
-    context = await browser!.newContext({ viewport: { width: 1200, height: 900 } });
-    page = await open();
-  }, WAIT);
-
-  afterEach(async () => {
-    await context?.close();
-    expect(problems).toEqual([]);
+  const it = base.extend<{ tab: Tab }>({
+    // biome-ignore lint/correctness/noEmptyPattern: vitest reads a fixture's dependencies from this pattern; it has none
+    tab: async ({}, use) => {
+      const problems: string[] = [];
+      const context = await browser!.newContext({ viewport: { width: 1200, height: 900 } });
+      const open = async (hash = '') => {
+        const opened = await context.newPage();
+        opened.on('console', (m) => {
+          if (m.type() === 'error' || m.type() === 'warning') {
+            problems.push(`${m.type()}: ${m.text()}`);
+          }
+        });
+        opened.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+        await opened.goto(`${origin()}/${hash}`);
+        return opened;
+      };
+      try {
+        await use({ context, page: await open(), problems, open });
+      } finally {
+        await context.close();
+      }
+      expect(problems).toEqual([]);
+    },
   });
 
   /** Waits until `view` has computed, and returns what it shows: its figures and its chart. */
-  async function shown(view: 'herd' | 'check', on = page) {
+  async function shown(on: Page, view: 'herd' | 'check') {
     await on.waitForSelector(`#${view}[data-state="done"]`, { timeout: WAIT });
     return on.evaluate((v) => {
       const section = document.getElementById(v)!;
@@ -260,8 +272,13 @@ describe('the page in Chromium', () => {
   }
 
   /** Does `act` and waits until the view shows other figures than before, computed. */
-  async function changes(view: 'herd' | 'check', act: () => Promise<void>, what: string) {
-    const before = await shown(view);
+  async function changes(
+    page: Page,
+    view: 'herd' | 'check',
+    act: () => Promise<void>,
+    what: string,
+  ) {
+    const before = await shown(page, view);
     await act();
     await page.waitForFunction(
       ([v, old]) =>
@@ -270,7 +287,7 @@ describe('the page in Chromium', () => {
       [view, before.chart] as const,
       { timeout: WAIT },
     );
-    const after = await shown(view);
+    const after = await shown(page, view);
     expect(after.figures, what).not.toBe(before.figures);
     expect(after.chart, what).not.toBe(before.chart);
     return after;
@@ -294,8 +311,9 @@ describe('the page in Chromium', () => {
 
   it(
     "opens on the herd with the storm story's figures and no console error; a screenshot of each view",
-    async () => {
-      const herd = await shown('herd');
+    async ({ tab }) => {
+      const { page } = tab;
+      const herd = await shown(page, 'herd');
       expect(herd.figures).toBe('none\t81,000\t1,975\t376.21 s\nfull\t6,487\t205\t3.45 s');
       expect(herd.chart.match(/<g class="chart"/g)).toHaveLength(2);
       expect(new URL(page.url()).hash).toBe(
@@ -307,7 +325,7 @@ describe('the page in Chromium', () => {
       mkdirSync(join(root, 'reports'), { recursive: true });
       await page.screenshot({ path: join(root, 'reports/page-herd.png'), fullPage: true });
       await page.click('#show-check');
-      const check = await shown('check');
+      const check = await shown(page, 'check');
       expect(check.summary).toBe(
         'The weather API before the fix: in the worst case one user request makes 64 calls at the service and takes 32,000 ms.',
       );
@@ -324,8 +342,9 @@ describe('the page in Chromium', () => {
 
   it(
     'moving each control of the herd changes its chart, its figures and the URL',
-    async () => {
-      await shown('herd');
+    async ({ tab }) => {
+      const { page } = tab;
+      await shown(page, 'herd');
       const sliders = await page.$$eval('#herd input[type="range"]', (els) => els.map((e) => e.id));
       expect(sliders).toEqual([
         'herd-clients-slider',
@@ -338,7 +357,7 @@ describe('the page in Chromium', () => {
         const flag = id.replace(/^herd-|-slider$/g, '');
         const hash = new URL(page.url()).hash;
         // By the keyboard, as a slider is moved without a mouse.
-        await changes('herd', () => page.press(`#${id}`, 'ArrowRight'), id);
+        await changes(page, 'herd', () => page.press(`#${id}`, 'ArrowRight'), id);
         expect(new URL(page.url()).hash, id).not.toBe(hash);
         const value = await page.inputValue(`#herd-${flag}`);
         expect(new URL(page.url()).hash, id).toContain(`&${flag}=${value}&`);
@@ -351,7 +370,7 @@ describe('the page in Chromium', () => {
         ['herd-cap-ms', '3000'],
         ['herd-seed', '8'],
       ] as const) {
-        await changes('herd', () => page.fill(`#${id}`, value), id);
+        await changes(page, 'herd', () => page.fill(`#${id}`, value), id);
         expect(new URL(page.url()).hash, id).toContain(`${id.slice(5)}=${value}`);
       }
       for (const [id, value] of [
@@ -360,18 +379,24 @@ describe('the page in Chromium', () => {
         ['herd-jitter', 'decorrelated'],
         ['herd-pushback', 'load-aware'],
       ] as const) {
-        await changes('herd', async () => void (await page.selectOption(`#${id}`, value)), id);
+        await changes(
+          page,
+          'herd',
+          async () => void (await page.selectOption(`#${id}`, value)),
+          id,
+        );
       }
       // What it shows is what the worker's module computes for the URL's parameters.
-      expect((await shown('herd')).figures).toBe(expectedHerd(page.url()));
+      expect((await shown(page, 'herd')).figures).toBe(expectedHerd(page.url()));
     },
     WAIT * 4,
   );
 
   it(
     'marks a wrong value, says why, and computes again once it is right',
-    async () => {
-      await shown('herd');
+    async ({ tab }) => {
+      const { page } = tab;
+      await shown(page, 'herd');
       await page.fill('#herd-per-slot', '0');
       await page.waitForSelector('#herd[data-state="invalid"]', { timeout: WAIT });
       expect(await page.getAttribute('#herd-per-slot', 'aria-invalid')).toBe('true');
@@ -379,7 +404,7 @@ describe('the page in Chromium', () => {
         'Calls the service answers per slot must be an integer from 1 to 2147483647, got 0.',
       );
       await page.fill('#herd-per-slot', '30');
-      await shown('herd');
+      await shown(page, 'herd');
       expect(await page.getAttribute('#herd-per-slot', 'aria-invalid')).toBe('false');
       expect(await page.textContent('#herd-per-slot-error')).toBe('');
     },
@@ -388,9 +413,11 @@ describe('the page in Chromium', () => {
 
   it(
     'check: typing a stack changes its chart and its worst case; a wrong one says why',
-    async () => {
+    async ({ tab }) => {
+      const { page } = tab;
       await page.click('#show-check');
       await changes(
+        page,
         'check',
         () =>
           page.fill(
@@ -421,8 +448,9 @@ describe('the page in Chromium', () => {
 
   it(
     'a link brings back the same view: the herd and the check',
-    async () => {
-      await shown('herd');
+    async ({ tab }) => {
+      const { page } = tab;
+      await shown(page, 'herd');
       await page.fill('#herd-clients', '700');
       await page.selectOption('#herd-jitter', 'band');
       await page.selectOption('#herd-pushback', 'fixed');
@@ -430,15 +458,15 @@ describe('the page in Chromium', () => {
       await page.waitForFunction(() => location.hash.includes('cap-ms=2000'), null, {
         timeout: WAIT,
       });
-      const herd = await shown('herd');
+      const herd = await shown(page, 'herd');
       const controls = () =>
         page.$$eval('input, select, textarea', (els) =>
           els.map((e) => [e.id, (e as HTMLInputElement).value]),
         );
       const values = await controls();
       const link = page.url();
-      const again = await open(new URL(link).hash);
-      expect(await shown('herd', again)).toEqual(herd);
+      const again = await tab.open(new URL(link).hash);
+      expect(await shown(again, 'herd')).toEqual(herd);
       expect(
         await again.$$eval('input, select, textarea', (els) =>
           els.map((e) => [e.id, (e as HTMLInputElement).value]),
@@ -456,10 +484,10 @@ describe('the page in Chromium', () => {
         null,
         { timeout: WAIT },
       );
-      const check = await shown('check');
+      const check = await shown(page, 'check');
       const checkLink = page.url();
-      const third = await open(new URL(checkLink).hash);
-      expect(await shown('check', third)).toEqual(check);
+      const third = await tab.open(new URL(checkLink).hash);
+      expect(await shown(third, 'check')).toEqual(check);
       expect(await third.inputValue('#check-stack')).toBe(stack);
       expect(await third.isVisible('#herd')).toBe(false);
     },
@@ -468,8 +496,9 @@ describe('the page in Chromium', () => {
 
   it(
     'the keyboard alone reaches every control, and every control has a name',
-    async () => {
-      await shown('herd');
+    async ({ tab }) => {
+      const { page } = tab;
+      await shown(page, 'herd');
       const reached = async () => {
         const ids = new Set<string>();
         // Twice round the page at most: each Tab moves to the next control.
@@ -490,7 +519,7 @@ describe('the page in Chromium', () => {
       // The check view, opened from the keyboard.
       await page.focus('#show-check');
       await page.keyboard.press('Enter');
-      await shown('check');
+      await shown(page, 'check');
       const checkControls = await visibleControls();
       expect(checkControls.sort()).toEqual([
         'check-stack',
@@ -523,7 +552,7 @@ describe('the page in Chromium', () => {
 
   it(
     'the static build works from a folder of another server (npm run build:page, hosted anywhere)',
-    async () => {
+    async ({ tab }) => {
       // A plain static server that knows nothing of the page, with the page under a sub-path.
       const PREFIX = '/docs/storm-lab/';
       const types: Record<string, string> = {
@@ -546,13 +575,13 @@ describe('the page in Chromium', () => {
       await new Promise<void>((done) => host.listen(0, '127.0.0.1', done));
       try {
         const port = (host.address() as AddressInfo).port;
-        const hosted = await context!.newPage();
-        hosted.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+        const hosted = await tab.context.newPage();
+        hosted.on('pageerror', (e) => tab.problems.push(`pageerror: ${e.message}`));
         hosted.on('console', (m) => {
-          if (m.type() === 'error') problems.push(`error: ${m.text()}`);
+          if (m.type() === 'error') tab.problems.push(`error: ${m.text()}`);
         });
         await hosted.goto(`http://127.0.0.1:${port}${PREFIX}#view=herd&clients=300&jitter=equal`);
-        const herd = await shown('herd', hosted);
+        const herd = await shown(hosted, 'herd');
         expect(herd.figures).toBe(expectedHerd(hosted.url()));
       } finally {
         host.closeAllConnections();
@@ -564,9 +593,10 @@ describe('the page in Chromium', () => {
 
   it(
     'keeps computing offline once loaded, and a run superseded by a new value never shows',
-    async () => {
-      await shown('herd');
-      await context!.setOffline(true);
+    async ({ tab }) => {
+      const { page } = tab;
+      await shown(page, 'herd');
+      await tab.context.setOffline(true);
       // A long herd (the most clients, without jitter), superseded at once by a small one: the
       // page ends the long run's worker and starts another, from the script it already has.
       await page.selectOption('#herd-jitter', 'none');
@@ -579,8 +609,8 @@ describe('the page in Chromium', () => {
         null,
         { timeout: WAIT },
       );
-      expect((await shown('herd')).figures).toBe(expectedHerd(page.url()));
-      await changes('herd', () => page.fill('#herd-seed', '9'), 'offline');
+      expect((await shown(page, 'herd')).figures).toBe(expectedHerd(page.url()));
+      await changes(page, 'herd', () => page.fill('#herd-seed', '9'), 'offline');
     },
     WAIT * 2,
   );
@@ -594,7 +624,7 @@ describe('the page in Chromium', () => {
     '#view=map&policy=budget&server=both&trigger=capacity-loss&loads=0.3%2C0.9&triggers=2%2C10&seeds=2&horizon=30';
 
   /** What a storm or map view shows once computed: its tables as text, its pictures, its squares. */
-  async function report(view: 'storm' | 'map', on = page) {
+  async function report(on: Page, view: 'storm' | 'map') {
     await on.waitForSelector(`#${view}[data-state="done"]`, { timeout: WAIT });
     return on.evaluate((v) => {
       const section = document.getElementById(v)!;
@@ -624,12 +654,13 @@ describe('the page in Chromium', () => {
    * unless `sameChart` (the storm's policy: --plot draws both policies whichever is chosen).
    */
   async function reportChanges(
+    page: Page,
     view: 'storm' | 'map',
     act: () => Promise<void>,
     what: string,
     sameChart = false,
   ) {
-    const before = await report(view);
+    const before = await report(page, view);
     // Everything the view shows, read before acting: an answer may come back at once.
     const old = await page.evaluate(
       (v) =>
@@ -650,7 +681,7 @@ describe('the page in Chromium', () => {
       [view, old] as const,
       { timeout: WAIT * 4 },
     );
-    const after = await report(view);
+    const after = await report(page, view);
     expect(after.figures, what).not.toBe(before.figures);
     if (sameChart) expect(after.chart, what).toBe(before.chart);
     else expect(after.chart, what).not.toBe(before.chart);
@@ -688,9 +719,9 @@ describe('the page in Chromium', () => {
 
   it(
     "the storm: opens with no console error, shows the worker module's figures and charts; a screenshot",
-    async () => {
-      page = await open(SHORT_STORM);
-      const shown = await report('storm');
+    async ({ tab }) => {
+      const page = await tab.open(SHORT_STORM);
+      const shown = await report(page, 'storm');
       const expected = stormView(stormParams(page.url()));
       expect(shown.tables).toEqual(tablesOf(expected.sections));
       expect(shown.tables[0]!.split('\n')[0]).toBe('\tnaive\tstormproof');
@@ -725,20 +756,28 @@ describe('the page in Chromium', () => {
 
   it(
     'the storm: moving each control changes its charts, its figures and the URL',
-    async () => {
+    async ({ tab }) => {
       // A smaller storm than the others (each control reruns it): 100 requests a second for 20 s.
-      page = await open('#view=storm&rps=100&fault-seconds=5&fault-at=3&duration=20&seed=3');
-      await report('storm');
+      const page = await tab.open(
+        '#view=storm&rps=100&fault-seconds=5&fault-at=3&duration=20&seed=3',
+      );
+      await report(page, 'storm');
       for (const id of ['rps', 'fault-seconds', 'fault-at', 'duration']) {
         const hash = new URL(page.url()).hash;
-        await reportChanges('storm', () => page.press(`#storm-${id}-slider`, 'ArrowRight'), id);
+        await reportChanges(
+          page,
+          'storm',
+          () => page.press(`#storm-${id}-slider`, 'ArrowRight'),
+          id,
+        );
         expect(new URL(page.url()).hash, id).not.toBe(hash);
         expect(new URL(page.url()).hash, id).toContain(
           `&${id}=${await page.inputValue(`#storm-${id}`)}`,
         );
       }
-      await reportChanges('storm', () => page.fill('#storm-seed', '4'), 'seed');
+      await reportChanges(page, 'storm', () => page.fill('#storm-seed', '4'), 'seed');
       await reportChanges(
+        page,
         'storm',
         async () => void (await page.selectOption('#storm-policy', 'stormproof')),
         'policy',
@@ -746,21 +785,23 @@ describe('the page in Chromium', () => {
       );
       expect(await page.textContent('#storm-figures tbody tr')).toBe('policystormproof');
       await reportChanges(
+        page,
         'storm',
         async () => void (await page.selectOption('#storm-server', 'all-or-nothing')),
         'server',
       );
       // The checkboxes, by the keyboard.
-      await reportChanges('storm', () => page.press('#storm-breaker', ' '), 'breaker');
+      await reportChanges(page, 'storm', () => page.press('#storm-breaker', ' '), 'breaker');
       expect(new URL(page.url()).hash).toContain('&breaker=on&');
       await reportChanges(
+        page,
         'storm',
         () => page.press('#storm-manual-recovery', ' '),
         'manual recovery',
       );
       expect(new URL(page.url()).hash).toContain('&manual-recovery=on&');
       // What it shows is what the worker's module computes for the URL's parameters.
-      expect((await report('storm')).tables).toEqual(
+      expect((await report(page, 'storm')).tables).toEqual(
         tablesOf(stormView(stormParams(page.url())).sections),
       );
       // A breaker needs the stormproof policy: said, and nothing runs.
@@ -775,9 +816,9 @@ describe('the page in Chromium', () => {
 
   it(
     'the storm: shows its progress, Stop ends the run, and a new value supersedes a long one',
-    async () => {
+    async ({ tab }) => {
       // The storm story's defaults: 4,000 requests a second for 180 s, twice; seconds of work.
-      page = await open('#view=storm');
+      const page = await tab.open('#view=storm');
       await page.waitForFunction(
         () => (document.getElementById('storm-progress') as HTMLProgressElement).value > 0,
         null,
@@ -807,7 +848,7 @@ describe('the page in Chromium', () => {
       await page.fill('#storm-fault-seconds', '10');
       await page.fill('#storm-rps', '300');
       await page.fill('#storm-seed', '3');
-      const shown = await report('storm');
+      const shown = await report(page, 'storm');
       expect(shown.tables).toEqual(tablesOf(stormView(stormParams(page.url())).sections));
       expect(await page.locator('#storm-live svg').count()).toBe(0);
     },
@@ -816,9 +857,9 @@ describe('the page in Chromium', () => {
 
   it(
     "the map: opens with no console error, shows the worker module's squares and figures; a screenshot",
-    async () => {
-      page = await open(SMALL_MAP);
-      const shown = await report('map');
+    async ({ tab }) => {
+      const page = await tab.open(SMALL_MAP);
+      const shown = await report(page, 'map');
       expect(shown.squares).toEqual(await expectedSquares(page.url()));
       expect(shown.squares).toHaveLength(8);
       expect(shown.tables).toEqual(tablesOf((await mapView(mapParams(page.url()))).sections));
@@ -837,27 +878,32 @@ describe('the page in Chromium', () => {
 
   it(
     'the map: moving each control changes its heatmaps, its figures and the URL',
-    async () => {
-      page = await open(SMALL_MAP);
-      await report('map');
+    async ({ tab }) => {
+      const page = await tab.open(SMALL_MAP);
+      await report(page, 'map');
       for (const id of ['seeds', 'horizon']) {
-        await reportChanges('map', () => page.press(`#map-${id}-slider`, 'ArrowRight'), id);
+        await reportChanges(page, 'map', () => page.press(`#map-${id}-slider`, 'ArrowRight'), id);
         expect(new URL(page.url()).hash, id).toContain(
           `&${id}=${await page.inputValue(`#map-${id}`)}`,
         );
       }
-      await reportChanges('map', () => page.fill('#map-loads', '0.2,0.5,0.9'), 'loads');
+      await reportChanges(page, 'map', () => page.fill('#map-loads', '0.2,0.5,0.9'), 'loads');
       expect(new URL(page.url()).hash).toContain('&loads=0.2%2C0.5%2C0.9&');
-      await reportChanges('map', () => page.fill('#map-triggers', '1,20'), 'triggers');
+      await reportChanges(page, 'map', () => page.fill('#map-triggers', '1,20'), 'triggers');
       for (const [id, value] of [
         ['map-policy', 'naive'],
         ['map-trigger', 'load-spike'],
         ['map-server', 'off'],
       ] as const) {
-        await reportChanges('map', async () => void (await page.selectOption(`#${id}`, value)), id);
+        await reportChanges(
+          page,
+          'map',
+          async () => void (await page.selectOption(`#${id}`, value)),
+          id,
+        );
         expect(new URL(page.url()).hash, id).toContain(`${id.slice(4)}=${value}`);
       }
-      const shown = await report('map');
+      const shown = await report(page, 'map');
       expect(shown.squares).toEqual(await expectedSquares(page.url()));
       // A wrong list is marked and said.
       await page.fill('#map-loads', '0.5,0.5');
@@ -872,9 +918,9 @@ describe('the page in Chromium', () => {
 
   it(
     'the map: its progress shows, Stop ends it, and Compute runs it again',
-    async () => {
+    async ({ tab }) => {
       // The default grid at 20 seeds a cell: 1,440 runs, far longer than it takes to press Stop.
-      page = await open('#view=map&seeds=20');
+      const page = await tab.open('#view=map&seeds=20');
       await page.waitForFunction(
         () => (document.getElementById('map-progress') as HTMLProgressElement).value > 0,
         null,
@@ -888,7 +934,7 @@ describe('the page in Chromium', () => {
       expect(await page.locator('#map-report svg').count()).toBe(0);
       await page.fill('#map-seeds', '1');
       await page.click('#map-run');
-      const shown = await report('map');
+      const shown = await report(page, 'map');
       expect(shown.squares).toEqual(await expectedSquares(page.url()));
     },
     WAIT * 3,
@@ -896,7 +942,7 @@ describe('the page in Chromium', () => {
 
   it(
     'the map: draws a full map from a stormproof map --json file, and says why another file is not one',
-    async () => {
+    async ({ tab }) => {
       const dir = mkdtempSync(join(tmpdir(), 'stormproof-page-file-'));
       try {
         // Every policy, both server settings and both kinds: 4 heatmaps a policy, 2 by 2 squares.
@@ -917,8 +963,8 @@ describe('the page in Chromium', () => {
           'never',
         ]);
         expect(ran.code, ran.stderr).toBe(0);
-        page = await open(SMALL_MAP);
-        const computed = await report('map');
+        const page = await tab.open(SMALL_MAP);
+        const computed = await report(page, 'map');
         await page.setInputFiles('#map-file', {
           name: 'full-map.json',
           mimeType: 'application/json',
@@ -929,7 +975,7 @@ describe('the page in Chromium', () => {
           null,
           { timeout: WAIT },
         );
-        const drawn = await report('map');
+        const drawn = await report(page, 'map');
         expect(await page.locator('#map-report svg.heatmap').count()).toBe(4 * MAP_POLICIES.length);
         const cells = (JSON.parse(ran.stdout) as { cells: { class: string }[] }).cells;
         expect(drawn.squares.sort()).toEqual(cells.map((c) => c.class).sort());
@@ -958,7 +1004,7 @@ describe('the page in Chromium', () => {
           null,
           { timeout: WAIT },
         );
-        expect((await report('map')).squares).toEqual(computed.squares);
+        expect((await report(page, 'map')).squares).toEqual(computed.squares);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
@@ -968,14 +1014,14 @@ describe('the page in Chromium', () => {
 
   it(
     'a link brings back the same storm and the same map',
-    async () => {
-      page = await open(SHORT_STORM);
-      await report('storm');
+    async ({ tab }) => {
+      const page = await tab.open(SHORT_STORM);
+      await report(page, 'storm');
       await page.selectOption('#storm-policy', 'stormproof');
       await page.press('#storm-breaker', ' ');
       await page.fill('#storm-seed', '6');
       await page.waitForFunction(() => location.hash.includes('seed=6'), null, { timeout: WAIT });
-      const storm = await report('storm');
+      const storm = await report(page, 'storm');
       const values = (on: Page) =>
         on.$$eval('#storm input, #storm select, #map input, #map select', (els) =>
           els.map((e) => [
@@ -987,8 +1033,8 @@ describe('the page in Chromium', () => {
         );
       const stormValues = await values(page);
       const link = page.url();
-      const again = await open(new URL(link).hash);
-      expect(await report('storm', again)).toEqual(storm);
+      const again = await tab.open(new URL(link).hash);
+      expect(await report(again, 'storm')).toEqual(storm);
       expect(await values(again)).toEqual(stormValues);
       expect(again.url()).toBe(link);
 
@@ -998,13 +1044,13 @@ describe('the page in Chromium', () => {
       await page.selectOption('#map-server', 'on');
       await page.fill('#map-seeds', '1');
       await page.waitForFunction(() => location.hash.includes('seeds=1'), null, { timeout: WAIT });
-      const map = await report('map');
+      const map = await report(page, 'map');
       const mapLink = page.url();
       expect(mapLink).toContain(
         '#view=map&policy=naive&server=on&trigger=capacity-loss&loads=0.4%2C0.8&triggers=3%2C6&seeds=1&horizon=60',
       );
-      const third = await open(new URL(mapLink).hash);
-      expect(await report('map', third)).toEqual(map);
+      const third = await tab.open(new URL(mapLink).hash);
+      expect(await report(third, 'map')).toEqual(map);
       expect(await third.isVisible('#storm')).toBe(false);
     },
     WAIT * 4,
@@ -1012,7 +1058,8 @@ describe('the page in Chromium', () => {
 
   it(
     'the keyboard alone reaches every control of the storm and the map, and each has a name',
-    async () => {
+    async ({ tab }) => {
+      const { page } = tab;
       const reached = async () => {
         const ids = new Set<string>();
         for (let i = 0; i < 60; i++) {
