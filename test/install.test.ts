@@ -1,7 +1,8 @@
 // Installing as users do without the registry: `npm install git+<url>` and `npm pack` on a fresh
 // clone. Both must build dist/ themselves (the `prepare` script), so the package imports and the
 // `stormproof` bin exists. The clone is of the committed HEAD: commit before trusting this test.
-import { execFileSync, spawnSync } from 'node:child_process';
+// The git install runs beside the pack and its install (two cores: each is mostly one process).
+import { execFile } from 'node:child_process';
 import {
   existsSync,
   mkdirSync,
@@ -15,6 +16,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -23,24 +25,30 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 const INSTALL_TIMEOUT = 240_000;
 
 let dir = '';
-/** The tarball packed from a fresh clone, installed by the test after. */
-let tarball = '';
+/** The tarball packed from a fresh clone, for the test after: '' once the pack has failed. */
+let packed: (tarball: string) => void;
+const tarball = new Promise<string>((resolve) => {
+  packed = resolve;
+});
+
+const execFileAsync = promisify(execFile);
 
 /**
  * Runs a command at low CPU priority (`nice`, where there is one): the installs and builds here
- * are long and must not starve the suite's timed tests running beside them.
+ * are long and must not starve the suite's timed tests running beside them. Resolves with its
+ * output; rejects, with its stderr, if it fails.
  */
-function run(command: string, args: string[], cwd: string): string {
+async function run(
+  command: string,
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = { npm_config_loglevel: 'error', npm_config_fund: 'false' },
+): Promise<{ stdout: string; stderr: string }> {
   const niced = existsSync('/usr/bin/nice');
-  return execFileSync(
+  return execFileAsync(
     niced ? '/usr/bin/nice' : command,
     niced ? ['-n', '15', command, ...args] : args,
-    {
-      cwd,
-      encoding: 'utf8',
-      timeout: INSTALL_TIMEOUT,
-      env: { ...process.env, npm_config_loglevel: 'error', npm_config_fund: 'false' },
-    },
+    { cwd, encoding: 'utf8', timeout: INSTALL_TIMEOUT, env: { ...process.env, ...env } },
   );
 }
 
@@ -67,14 +75,14 @@ afterAll(() => {
   if (dir !== '') rmSync(dir, { recursive: true, force: true });
 });
 
-describe('installing without the registry', () => {
+describe.concurrent('installing without the registry', () => {
   it(
     'npm install git+file://<repo> builds dist, imports, and installs the stormproof bin',
-    () => {
+    async () => {
       const app = join(dir, 'app');
-      run('mkdir', ['-p', app], dir);
+      await run('mkdir', ['-p', app], dir);
       writeFileSync(join(app, 'package.json'), '{"name":"app","private":true,"type":"module"}');
-      run(
+      await run(
         npm,
         ['install', '--no-audit', '--prefer-offline', `git+${pathToFileURL(root).href}`],
         app,
@@ -83,63 +91,76 @@ describe('installing without the registry', () => {
       expect(existsSync(join(installed, 'dist', 'index.js'))).toBe(true);
       expect(existsSync(join(installed, 'dist', 'fetch', 'index.d.ts'))).toBe(true);
       writeFileSync(join(app, 'smoke.mjs'), SMOKE);
-      expect(run(process.execPath, ['smoke.mjs'], app).trim()).toBe('200 2 7');
-      const help = run(join(app, 'node_modules', '.bin', 'stormproof'), ['--help'], app);
-      expect(help).toContain('stormproof');
+      expect((await run(process.execPath, ['smoke.mjs'], app)).stdout.trim()).toBe('200 2 7');
+      const help = await run(join(app, 'node_modules', '.bin', 'stormproof'), ['--help'], app);
+      expect(help.stdout).toContain('stormproof');
     },
     INSTALL_TIMEOUT + 30_000,
   );
 
   it(
     'npm pack on a fresh clone builds dist first and packs it with the bin',
-    () => {
-      const clone = join(dir, 'clone');
-      run('git', ['clone', '--quiet', '--depth', '1', pathToFileURL(root).href, clone], dir);
-      expect(existsSync(join(clone, 'dist'))).toBe(false);
-      // The clone borrows this checkout's dev dependencies (the compiler) instead of a registry.
-      symlinkSync(join(root, 'node_modules'), join(clone, 'node_modules'), 'dir');
-      const [packed] = JSON.parse(
-        run(npm, ['pack', '--json', '--pack-destination', dir], clone),
-      ) as [{ filename: string; files: { path: string }[] }];
-      const files = packed.files.map((f) => f.path);
-      expect(files).toEqual(
-        expect.arrayContaining([
-          'dist/index.js',
-          'dist/index.d.ts',
-          'dist/fetch/index.js',
-          'dist/sim/index.js',
-          'dist/cli/main.js',
-          // The storm lab's page, which `stormproof lab --serve` serves.
-          'dist/page/index.html',
-          'package.json',
-        ]),
-      );
-      expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false);
-      expect(files).toContain('LICENSE');
-      const manifest = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8'));
-      expect(manifest.bin.stormproof).toBe('./dist/cli/main.js');
-      // The clone's package.json is left as it was (postpack puts back the `prepare` script).
-      expect(manifest.scripts.prepare).toBeDefined();
-      expect(existsSync(join(clone, '.package.json.unpacked'))).toBe(false);
-      tarball = join(dir, packed.filename);
+    async () => {
+      let file = '';
+      try {
+        const clone = join(dir, 'clone');
+        await run(
+          'git',
+          ['clone', '--quiet', '--depth', '1', pathToFileURL(root).href, clone],
+          dir,
+        );
+        expect(existsSync(join(clone, 'dist'))).toBe(false);
+        // The clone borrows this checkout's dev dependencies (the compiler) instead of a registry.
+        symlinkSync(join(root, 'node_modules'), join(clone, 'node_modules'), 'dir');
+        const [pack] = JSON.parse(
+          (await run(npm, ['pack', '--json', '--pack-destination', dir], clone)).stdout,
+        ) as [{ filename: string; files: { path: string }[] }];
+        const files = pack.files.map((f) => f.path);
+        expect(files).toEqual(
+          expect.arrayContaining([
+            'dist/index.js',
+            'dist/index.d.ts',
+            'dist/fetch/index.js',
+            'dist/sim/index.js',
+            'dist/cli/main.js',
+            // The storm lab's page, which `stormproof lab --serve` serves.
+            'dist/page/index.html',
+            'package.json',
+          ]),
+        );
+        expect(files.some((f) => f.startsWith('src/') || f.startsWith('test/'))).toBe(false);
+        expect(files).toContain('LICENSE');
+        const manifest = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8'));
+        expect(manifest.bin.stormproof).toBe('./dist/cli/main.js');
+        // The clone's package.json is left as it was (postpack puts back the `prepare` script).
+        expect(manifest.scripts.prepare).toBeDefined();
+        expect(existsSync(join(clone, '.package.json.unpacked'))).toBe(false);
+        file = join(dir, pack.filename);
+      } finally {
+        packed(file);
+      }
     },
     INSTALL_TIMEOUT + 30_000,
   );
 
   it(
     'the tarball installs with no warning, with its LICENSE and source maps that reach the TypeScript',
-    () => {
-      expect(tarball).not.toBe(''); // packed by the test before
+    async () => {
+      const file = await tarball; // packed by the test before
+      expect(file).not.toBe('');
       const app = join(dir, 'from-tarball');
       mkdirSync(app);
       writeFileSync(join(app, 'package.json'), '{"name":"app","private":true,"type":"module"}');
       // npm's own level: warnings shown, as a user sees them.
-      const install = spawnSync(npm, ['install', '--no-audit', '--no-fund', tarball], {
-        cwd: app,
-        encoding: 'utf8',
-        timeout: INSTALL_TIMEOUT,
-        env: { ...process.env, npm_config_loglevel: 'warn' },
-      });
+      const install = await run(npm, ['install', '--no-audit', '--no-fund', file], app, {
+        npm_config_loglevel: 'warn',
+      }).then(
+        (done) => ({ status: 0, stderr: done.stderr }),
+        (error: { code?: number; stderr?: string }) => ({
+          status: error.code,
+          stderr: error.stderr,
+        }),
+      );
       expect(install.status).toBe(0);
       expect(install.stderr).not.toMatch(/warn/i);
       const installed = join(app, 'node_modules', 'stormproof');
@@ -165,8 +186,8 @@ describe('installing without the registry', () => {
         "import { createRetryPolicy } from 'stormproof';\n" +
           'try { createRetryPolicy({ maxAttempts: -1 }); } catch (e) { console.log(e.stack); }\n',
       );
-      const trace = run(process.execPath, ['--enable-source-maps', 'trace.mjs'], app);
-      expect(trace).toMatch(/src\/core\/[a-z-]+\.ts:\d+/);
+      const trace = await run(process.execPath, ['--enable-source-maps', 'trace.mjs'], app);
+      expect(trace.stdout).toMatch(/src\/core\/[a-z-]+\.ts:\d+/);
     },
     INSTALL_TIMEOUT + 30_000,
   );
