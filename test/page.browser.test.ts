@@ -7,10 +7,10 @@ import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { afterAll, it as base, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, it as base, beforeAll, describe, expect, it, vi } from 'vitest';
 import { herdView, mapView, type PageSection, stormView } from '../src/page/compute.js';
 import {
   checkHerd,
@@ -205,8 +205,9 @@ describe('stormproof lab --serve', () => {
   });
 });
 
-// Each test has a browser context of its own, so they run side by side (two at a time: the
-// browser project's maxConcurrency in vitest.config.ts); one browser serves them all.
+// Each test has a browser context of its own, so they run side by side, one a core (each page
+// computes in a worker of its own); one browser serves them all.
+vi.setConfig({ maxConcurrency: Math.max(2, availableParallelism()) });
 describe.concurrent('the page in Chromium', () => {
   /** Generous bounds for a busy 2-core machine; every wait ends as soon as the page is ready. */
   const WAIT = 30_000;
