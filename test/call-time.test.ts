@@ -201,7 +201,9 @@ describe('the system clock shares readings for 1 ms', () => {
     }
     expect(starts).toHaveLength(3);
     expect(starts[1]).toBe(starts[0]);
-    expect(starts[2]! - starts[0]!).toBeGreaterThanOrEqual(5);
+    // A reading of its own, after the window: Node's 5 ms timer may fire a little before 5 ms
+    // of performance.now() have passed (4.98 ms in one CI run), so the bound is the window's end.
+    expect(starts[2]!).toBeGreaterThan(starts[0]! + systemClock.coarseMs!);
   });
 
   it('a pending call holds the process open; about 1 ms after the last one ends, nothing does', async () => {
