@@ -101,8 +101,7 @@ function count(owner: string, name: string, value: unknown, fallback: number, mi
  *   no answer, or took no measurable time, is not heard: its latency is not the service's.
  * - Requests served one at a time cannot queue behind each other: such a round's latency is the
  *   unloaded one, however it spreads.
- * - Startup: the limit full and the latency within a quarter of the unloaded one: double. Until
- *   four requests measured the unloaded latency, it doubles whatever the latency.
+ * - Startup: the limit full and the latency within a quarter of the unloaded one: double.
  * - What queueing a round shows is judged past its noise: the service's own spread over the root
  *   of the round's size and of the floor's, one and a half times (a service of widely spread
  *   latencies must not read its spread as queueing).
