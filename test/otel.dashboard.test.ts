@@ -11,9 +11,11 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { parser } from '@prometheus-io/lezer-promql';
+import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFetch } from '../src/fetch/index.js';
 import { RetryBudget } from '../src/index.js';
@@ -326,14 +328,21 @@ interface Query {
 
 interface DashboardJson {
   __inputs?: Array<Record<string, unknown>>;
+  id?: number | null;
+  uid?: string;
   panels: Array<{
     id: number;
     title: string;
     datasource?: { type?: string; uid?: string };
     gridPos: { x: number; y: number; w: number; h: number };
-    targets?: Array<{ refId: string; expr: string; legendFormat?: string }>;
+    targets?: Array<{
+      refId: string;
+      expr: string;
+      legendFormat?: string;
+      datasource?: { type?: string; uid?: string };
+    }>;
   }>;
-  templating?: { list?: Array<{ name: string; type: string; query?: unknown }> };
+  templating?: { list?: Array<{ name: string; type: string; query?: unknown; current?: unknown }> };
   [key: string]: unknown;
 }
 
@@ -447,5 +456,143 @@ describe('the Grafana dashboard and the alert rules', () => {
     for (const [expr, problem, legend] of cases) {
       expect(problems(expr, scrape, legend).join('\n'), expr).toContain(problem);
     }
+  });
+});
+
+/**
+ * TypeScript's errors for `<json> satisfies Dashboard` (Grafana's own type of a dashboard's JSON
+ * model, from @grafana/schema), compiled in memory: an object literal under `satisfies` gets
+ * excess-property checks, so a misspelt field fails too. The export-only fields (`__inputs`,
+ * `__requires`), which Grafana's import reads and drops, are not part of the model.
+ */
+function typeErrors(json: string): string[] {
+  const { __inputs, __requires, ...model } = JSON.parse(json) as Record<string, unknown>;
+  const file = fileURLToPath(new URL('test/dashboard-model.ts', root));
+  const source = `import type { Dashboard } from '@grafana/schema';\nexport const model = ${JSON.stringify(model, null, 2)} satisfies Dashboard;\n`;
+  const options: ts.CompilerOptions = {
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    noEmit: true,
+    skipLibCheck: true,
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  };
+  const host = ts.createCompilerHost(options);
+  const read = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, version, ...rest) =>
+    name === file ? ts.createSourceFile(name, source, version) : read(name, version, ...rest);
+  const exists = host.fileExists.bind(host);
+  host.fileExists = (name) => name === file || exists(name);
+  const program = ts.createProgram([file], options, host);
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    const where =
+      d.file && d.start !== undefined ? d.file.getLineAndCharacterOfPosition(d.start) : undefined;
+    const line = where === undefined ? '' : `${source.split('\n')[where.line]?.trim()} `;
+    return `${line}${ts.flattenDiagnosticMessageText(d.messageText, ' ')}`;
+  });
+}
+
+/** Every string in a JSON value. */
+function strings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (typeof value !== 'object' || value === null) return [];
+  return Object.values(value).flatMap(strings);
+}
+
+/**
+ * What Grafana's import does with a dashboard's `__inputs` (pkg/services/dashboardimport: each
+ * `${NAME}` of an input, in every string of the JSON, becomes the value chosen for it, and
+ * `__inputs` is dropped), with `uid` chosen for every data source input.
+ */
+function imported(json: string, uid: string): DashboardJson {
+  const { __inputs = [], ...rest } = JSON.parse(json) as DashboardJson;
+  const names = __inputs.map((input) => `\${${String(input.name)}}`);
+  return JSON.parse(
+    JSON.stringify(rest, (_key, value: unknown) =>
+      typeof value === 'string' ? names.reduce((v, name) => v.replaceAll(name, uid), value) : value,
+    ),
+  ) as DashboardJson;
+}
+
+describe('the dashboard as Grafana reads it', () => {
+  it('asks for a Prometheus data source on import, and every panel queries the one chosen', () => {
+    const inputs = dashboard.__inputs ?? [];
+    expect(inputs).toEqual([
+      expect.objectContaining({
+        name: expect.stringMatching(/^DS_[A-Z0-9_]+$/),
+        type: 'datasource',
+        pluginId: 'prometheus',
+      }),
+    ]);
+    const after = imported(dashboardText, 'chosen-uid');
+    expect(strings(after).filter((v) => v.includes(`\${${String(inputs[0]!.name)}}`))).toEqual([]);
+    // Every other reference is to a variable of the dashboard (or one of Grafana's own, $__...).
+    const variables = (after.templating?.list ?? []).map((v) => v.name);
+    const references = strings(after).flatMap((v) =>
+      [...v.matchAll(/\$\{(\w+)(?::\w+)?\}|\$(\w+)/g)].map((m) => m[1] ?? m[2]!),
+    );
+    expect(references.filter((r) => !r.startsWith('__') && !variables.includes(r))).toEqual([]);
+    // The data source variable opens on the chosen one; every panel and query goes through it.
+    const source = after.templating!.list!.find((v) => v.type === 'datasource')!;
+    expect(source).toMatchObject({ query: 'prometheus', current: { value: 'chosen-uid' } });
+    const ref = { type: 'prometheus', uid: `\${${source.name}}` };
+    for (const panel of after.panels) {
+      expect(panel.datasource, panel.title).toEqual(ref);
+      for (const t of panel.targets ?? []) expect(t.datasource, panel.title).toEqual(ref);
+    }
+  });
+
+  it('has panels with unique ids, on the 24-column grid, none over another', () => {
+    expect(dashboard.id ?? null).toBeNull(); // a new dashboard on import, never another's id
+    expect(dashboard.uid).toMatch(/^[a-zA-Z0-9_-]{1,40}$/);
+    const ids = dashboard.panels.map((p) => p.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const { id, gridPos: g, targets = [] } of dashboard.panels) {
+      expect(Number.isInteger(id) && id > 0, `panel ${id}`).toBe(true);
+      expect([g.x, g.y, g.w, g.h].every(Number.isInteger), `panel ${id}`).toBe(true);
+      expect(g.x >= 0 && g.y >= 0 && g.w > 0 && g.h > 0 && g.x + g.w <= 24, `panel ${id}`).toBe(
+        true,
+      );
+      const refIds = targets.map((t) => t.refId);
+      expect(new Set(refIds).size, `panel ${id}`).toBe(refIds.length);
+    }
+    const overlaps = dashboard.panels.flatMap((a, i) =>
+      dashboard.panels
+        .slice(i + 1)
+        .filter(
+          (b) =>
+            a.gridPos.x < b.gridPos.x + b.gridPos.w &&
+            b.gridPos.x < a.gridPos.x + a.gridPos.w &&
+            a.gridPos.y < b.gridPos.y + b.gridPos.h &&
+            b.gridPos.y < a.gridPos.y + a.gridPos.h,
+        )
+        .map((b) => `${a.id} and ${b.id}`),
+    );
+    expect(overlaps).toEqual([]);
+  });
+
+  it("is a Dashboard of Grafana's own type (@grafana/schema)", () => {
+    expect(typeErrors(dashboardText)).toEqual([]);
+  });
+
+  it('the type check fails on a misspelt field, a wrong type, an unknown variable type', () => {
+    const broken = (change: (d: DashboardJson) => void) => {
+      const copy = JSON.parse(dashboardText) as DashboardJson;
+      change(copy);
+      return typeErrors(JSON.stringify(copy)).join('\n');
+    };
+    expect(
+      broken((d) => {
+        const { gridPos, ...rest } = d.panels[0]!;
+        d.panels[0] = { ...rest, gridpos: gridPos } as never;
+      }),
+    ).toMatch(/'"gridpos"' does not exist in type 'Panel/);
+    expect(broken((d) => Object.assign(d, { schemaVersion: '39' }))).toMatch(
+      /Type 'string' is not assignable to type 'number'/,
+    );
+    expect(broken((d) => Object.assign(d.templating!.list![0]!, { type: 'datasources' }))).toMatch(
+      /"datasources"/,
+    );
   });
 });
