@@ -327,6 +327,94 @@ for (const lateMs of [0, 3]) {
       expect(events.filter((e) => e.hedges?.sent === 1).length).toBe(2);
     });
 
+    it('judges a hedged attempt that ends with no success as a hedge that did not win (timed out, or every copy failed), but not one the caller gave up on', async () => {
+      // A saturated service makes every copy slow, and its attempts time out rather than
+      // succeed: before, only successes were judged, so there the rule never saw a hedge lose.
+      const ends = {
+        'timed out': { options: { attemptTimeoutMs: 200 }, op: () => () => never<string>() },
+        'every copy failed': {
+          options: {},
+          op: (clock: ManualClock) => (ctx: AttemptContext) =>
+            answerAfter(clock, ctx.hedge === 0 ? 80 : 20, new Error('connection reset')),
+        },
+      } as const;
+      for (const [end, { options, op }] of Object.entries(ends)) {
+        const clock = new ManualClock({ lateMs });
+        const policy = policyOn(clock, { maxAttempts: 1, ...options });
+        const reports = [];
+        for (let i = 0; i < 32; i++) {
+          const result = await settle(clock, policy.retry(op(clock)));
+          reports.push(getRetryReport(result.error)!.hedges!);
+        }
+        // The first 16 hedges go and lose; then one due hedge in 16 goes, to see.
+        expect(
+          reports.slice(0, 16).every((h) => h.sent === 1),
+          end,
+        ).toBe(true);
+        expect(reports.slice(16).filter((h) => h.sent === 1).length, end).toBe(1);
+        expect(reports.slice(16).filter((h) => h.refused['not-winning'] === 1).length, end).toBe(
+          15,
+        );
+        await clock.advance(10_000);
+        expect(clock.pending, end).toEqual({ timers: 0, listeners: 0 });
+      }
+      // A caller that aborts says nothing about the service: hedging goes on.
+      const clock = new ManualClock({ lateMs });
+      const policy = policyOn(clock, { maxAttempts: 1 });
+      let sent = 0;
+      for (let i = 0; i < 20; i++) {
+        const caller = new AbortController();
+        clock.setTimer(80, () => caller.abort());
+        const result = await settle(
+          clock,
+          policy.retry(() => never<string>(), { signal: caller.signal }),
+        );
+        sent += getRetryReport(result.error)!.hedges!.sent;
+      }
+      expect(sent).toBe(20);
+    });
+
+    it("sends no hedge when its attempt has less time left than nine in ten attempts take ('too-late')", async () => {
+      // The copy would be cut off with its attempt: load and nothing else. Near saturation the
+      // latency climbs toward the attempt's timeout, and this is where hedging stops first.
+      for (const [limit, ends] of [
+        [{ attemptTimeoutMs: 150 }, 'too-late'],
+        [{ deadlineMs: 150 }, 'too-late'],
+        [{ attemptTimeoutMs: 250 }, 'sent'],
+        [{ deadlineMs: 250 }, 'sent'],
+      ] as const) {
+        const clock = new ManualClock({ lateMs });
+        const policy = createRetryPolicy({
+          clock,
+          budget: false,
+          hedge: {},
+          maxAttempts: 1,
+          ...limit,
+        });
+        // 20 attempts of 100 ms teach it: the delay and the time nine in ten take are both 100 ms.
+        for (let i = 0; i < 20; i++)
+          await settle(
+            clock,
+            policy.retry(() => answerAfter(clock, 100, 'ok')),
+          );
+        const result = await settle(
+          clock,
+          policy.retry((ctx) =>
+            ctx.hedge === 0 ? never<string>() : answerAfter(clock, 20, 'hedge'),
+          ),
+        );
+        const label = JSON.stringify(limit);
+        if (ends === 'too-late') {
+          expect(getRetryReport(result.error)!.hedges, label).toMatchObject({
+            sent: 0,
+            refused: { 'too-late': 1 },
+          });
+        } else expect(result.value, label).toBe('hedge');
+        await clock.advance(10_000);
+        expect(clock.pending, label).toEqual({ timers: 0, listeners: 0 });
+      }
+    });
+
     it('keeps hedges within maxExtraLoad of attempts over time (a window of them in hand at first)', async () => {
       const clock = new ManualClock({ lateMs });
       let sent = 0;

@@ -85,11 +85,13 @@ describe("the cells 'budget' keeps stable, with hedging", () => {
   }) =>
     `${c.stormproofServer ? 'server' : 'no server'} ${c.triggerKind} load ${c.load} ${c.triggerSeconds} s`;
 
-  it('stay stable over loads 0.3 to 0.9, short and long triggers of both kinds, with and without stormproof/server (5 seeds)', async () => {
+  it('stay stable over loads 0.3 to 0.95, short and long triggers of both kinds, with and without stormproof/server (5 seeds)', async () => {
     const policies: MapPolicy[] = ['budget', 'budget-hedge'];
+    // 0.95 after a 1 or 2 s trigger behind stormproof/server: the cells hedging tipped before
+    // a hedge needed the time to answer and an attempt that timed out counted as one it lost.
     const map = await runMap({
-      loads: [0.3, 0.6, 0.8, 0.9],
-      triggerSeconds: [2, 8, 20],
+      loads: [0.3, 0.6, 0.8, 0.9, 0.95],
+      triggerSeconds: [1, 2, 8, 20],
       policies,
       seeds: 5,
     });
@@ -109,31 +111,36 @@ describe("the cells 'budget' keeps stable, with hedging", () => {
     expect(amplification('budget-hedge')).toBeGreaterThan(amplification('budget'));
   }, 60_000);
 
-  it('at 95% of capacity behind stormproof/server, over 40 seeds: never metastable, stable in most seeds', async () => {
-    // The map's 5 seeds tip two of these cells to vulnerable (3 seeds of 5), the only stable
-    // cells of 'budget' that hedging tips on the full grid; 40 seeds show what holds there
-    // (docs/hedging.md: hedges behind a FIFO queue near capacity seldom win, so they add load
-    // without cutting latency, and vulnerable seeds go from 5 of 160 to 21).
+  it("at 95% of capacity behind stormproof/server, over 40 seeds: as stable as the budget alone, within the seeds' noise", async () => {
+    // The cells at the edge: 'budget' itself is vulnerable in about one seed in 25 here. Hedges
+    // sent at 95% of capacity seldom win behind one FIFO queue, so every one that goes is load;
+    // before 'too-late' and the judging of timed-out attempts, 21 of these 160 seeds were not
+    // stable with hedging against 5 without (docs/hedging.md).
     const cells = [
       { triggerKind: 'capacity-loss', triggerSeconds: 1 },
       { triggerKind: 'capacity-loss', triggerSeconds: 2 },
       { triggerKind: 'load-spike', triggerSeconds: 1 },
       { triggerKind: 'load-spike', triggerSeconds: 2 },
     ] as const;
-    for (const cell of cells) {
-      const count = { stable: 0, vulnerable: 0, metastable: 0 };
-      for (let seed = 1; seed <= 40; seed++) {
-        const run = await runMapModel({
-          policy: 'budget-hedge',
-          load: 0.95,
-          stormproofServer: true,
-          seed,
-          ...cell,
-        });
-        count[run.class.class]++;
+    const notStable = { budget: 0, 'budget-hedge': 0 };
+    for (const policy of ['budget', 'budget-hedge'] as const) {
+      for (const cell of cells) {
+        for (let seed = 1; seed <= 40; seed++) {
+          const run = await runMapModel({
+            policy,
+            load: 0.95,
+            stormproofServer: true,
+            seed,
+            ...cell,
+          });
+          expect(run.class.class, JSON.stringify({ policy, seed, ...cell })).not.toBe('metastable');
+          if (run.class.class !== 'stable') notStable[policy]++;
+        }
       }
-      expect(count.metastable, JSON.stringify(cell)).toBe(0);
-      expect(count.stable, JSON.stringify(cell)).toBeGreaterThan(20);
     }
+    // Two runs of 160 that differ in their random draws: at one seed in 25 either way, the
+    // difference has a standard deviation of about 3 seeds; two standard deviations are allowed.
+    expect(notStable.budget).toBeGreaterThan(0);
+    expect(notStable['budget-hedge']).toBeLessThanOrEqual(notStable.budget + 6);
   }, 60_000);
 });

@@ -8,6 +8,7 @@
 import type { CircuitBreaker } from './breaker/breaker.js';
 import type { Budget } from './budgets/budget.js';
 import { classify } from './classify.js';
+import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type CallRef, channels, type HedgeMessage } from './instrument.js';
 import { LazyAbort } from './lazy-abort.js';
 import type { AttemptContext, ResolvedPolicy } from './options.js';
@@ -67,6 +68,7 @@ export type HedgeRefusal =
   | 'pushback'
   | 'breaker'
   | 'not-winning'
+  | 'too-late'
   | 'learning';
 
 /** What hedging did in one call. */
@@ -89,6 +91,11 @@ const MIN_SAMPLES = 20;
 const ALLOWANCE_WINDOWS = 4;
 /** The delay is the latency this share of `maxExtraLoad` of attempts exceeded. */
 const QUANTILE_MARGIN = 0.8;
+/**
+ * A hedge goes only while its attempt has time left for this share of copies to answer: the
+ * latency this share of recent successful attempts stayed under.
+ */
+const ANSWER_QUANTILE = 0.9;
 /** The learned delay is recomputed every this many samples (a sort of the window). */
 const RECOMPUTE_EVERY = 32;
 /** Hedges judged for "still winning", and how many of them must have won. */
@@ -120,6 +127,8 @@ export class Hedging {
   private readonly latencies = new Float64Array(WINDOW);
   private samples = 0;
   private learnedMs: number | undefined;
+  /** The latency nine in ten recent successful attempts stayed under, once learned. */
+  private answerMs = 0;
   /** The last OUTCOMES hedges, one bit each (1: won), newest lowest. */
   private outcomes = 0;
   private judged = 0;
@@ -171,10 +180,15 @@ export class Hedging {
       const share = QUANTILE_MARGIN * this.maxExtraLoad;
       const q = seen[Math.min(seen.length - 1, Math.floor((1 - share) * seen.length))]!;
       this.learnedMs = Math.max(this.minDelayMs, q);
+      this.answerMs = seen[Math.floor(ANSWER_QUANTILE * seen.length)]!;
     }
   }
 
-  /** A hedged attempt ended with a success: whether a hedge answered first. */
+  /**
+   * A hedged attempt ended: whether a hedge answered first with a success. An attempt that ended
+   * with no success at all (every copy failed, or its time ran out) is one the hedge did not win:
+   * a saturated service makes every copy slow, and its attempts time out rather than succeed.
+   */
   judge(hedgeWon: boolean): void {
     this.outcomes = ((this.outcomes << 1) | (hedgeWon ? 1 : 0)) & ((1 << OUTCOMES) - 1);
     if (this.judged < OUTCOMES) this.judged++;
@@ -198,16 +212,23 @@ export class Hedging {
 
   /**
    * A hedge is due: undefined when it may go (and it is paid for, from the allowance and the
-   * retry budget), or why not. The budget is asked last, so a refusal for another reason
-   * spends nothing.
+   * retry budget), or why not. `endsAtMs` is when the attempt's timeout or the call's deadline
+   * will end every copy. The budget is asked last, so a refusal for another reason spends
+   * nothing.
    */
   decide(
     nowMs: number,
+    endsAtMs: number,
     breaker: CircuitBreaker | undefined,
     budget: Budget | undefined,
   ): HedgeRefusal | undefined {
     if (nowMs < this.pausedUntil) return 'pushback';
     if (breaker !== undefined && breaker.state !== 'closed') return 'breaker';
+    // A copy that most copies could not answer in the time left is load and nothing else: it is
+    // cut off with its attempt. Near saturation latency climbs toward the attempt's timeout, so
+    // this is where hedges stop first (Vulimiri et al. 2013: duplication only pays well below
+    // capacity).
+    if (endsAtMs - nowMs < this.answerMs) return 'too-late';
     if (this.judged >= OUTCOMES && popCount(this.outcomes) < MIN_WINS) {
       if (--this.probeCountdown > 0) return 'not-winning';
       this.probeCountdown = PROBE_EVERY;
@@ -280,7 +301,8 @@ export interface CopyCheck<T> {
 }
 
 /**
- * Runs one attempt as up to `1 + maxHedges` copies of `operation`. Settles with the first copy
+ * Runs one attempt as up to `1 + maxHedges` copies of `operation`, all ended at `endsAtMs` (the
+ * attempt's timeout or the call's deadline). Settles with the first copy
  * that succeeds (the others aborted through their signals, their late values discarded), or,
  * once every copy sent has failed, with the last failure: thrown, or a failed value returned.
  * A hedge's failure that only reports a copy in progress (`check.isCopyConflict`) is the
@@ -291,6 +313,7 @@ export function runHedged<T>(
   hedging: Hedging,
   operation: (context: AttemptContext) => T | PromiseLike<T>,
   context: AttemptContext,
+  endsAtMs: number,
   check: CopyCheck<T> | undefined,
   breaker: CircuitBreaker | undefined,
   counts: HedgeCounts,
@@ -323,6 +346,15 @@ export function runHedged<T>(
       // The engine ended the attempt (deadline, timeout, the caller): every copy stops with it.
       for (const copy of copies) copy.end(attemptSignal.reason);
       finish();
+      // Out of time with a hedge out and no answer: the hedge did not win. (A caller that gave
+      // up says nothing about the service.)
+      const reason: unknown = attemptSignal.reason;
+      if (
+        copies.length > 1 &&
+        (reason instanceof AttemptTimeoutError || reason instanceof DeadlineExceededError)
+      ) {
+        hedging.judge(false);
+      }
       if (decisive !== undefined) setAside(decisive);
     };
     attemptSignal.addEventListener('abort', onAttemptAbort);
@@ -346,6 +378,7 @@ export function runHedged<T>(
       } else setAside(next);
       if (running > 0) return; // another copy may still answer
       finish();
+      if (copies.length > 1) hedging.judge(false);
       const { failure: chosen, isValue: chosenIsValue } = decisive;
       if (chosenIsValue) resolve(chosen as T);
       else reject(chosen);
@@ -406,7 +439,7 @@ export function runHedged<T>(
       }
       clock.sleep(delayMs, timer.signal).then(() => {
         if (settled) return;
-        const refusal = hedging.decide(clock.now(), breaker, policy.budget);
+        const refusal = hedging.decide(clock.now(), endsAtMs, breaker, policy.budget);
         if (refusal !== undefined) {
           counts.refused[refusal] = (counts.refused[refusal] ?? 0) + 1;
           if (hedgeChannel.hasSubscribers) report('refused', refusal);

@@ -302,11 +302,20 @@ class Call<T> implements Deadline, AbortWatcher {
     const more = this.more;
     const hedges = more?.hedges;
     if (hedges === undefined) return this.operation(scope);
+    // When every copy will be ended: the attempt's timeout, counted as `attempt()` counts it, or
+    // the call's deadline.
+    const policy = this.policy;
+    let endsAtMs = this.startedAt + this.deadlineMs;
+    if (policy.attemptTimeoutMs !== undefined) {
+      const now = scope.attempt === 1 ? this.startedAt : policy.clock.now();
+      endsAtMs = Math.min(endsAtMs, now + policy.attemptTimeoutMs);
+    }
     return runHedged(
-      this.policy,
-      this.policy.hedge!,
+      policy,
+      policy.hedge!,
       this.operation,
       scope,
+      endsAtMs,
       more!.check,
       more!.breaker,
       hedges,

@@ -315,8 +315,12 @@ export function runHedgeSim(options: HedgeSimOptions = {}): HedgeSimResult {
       // Refused at once: a 503 the engine reads as pushback.
       hedging.pushedBack(now, undefined);
       budget.recordFailure(now, true);
-      // Every copy sent has failed: the attempt fails (the engine would then judge a retry).
-      if (leaf.running === 0 && !leaf.settled) leafDone(leaf, false);
+      // Every copy sent has failed: the attempt fails (the engine would then judge a retry), and
+      // when it was hedged, as the engine judges it, the hedge did not win.
+      if (leaf.running === 0 && !leaf.settled) {
+        if (leaf.copies.length > 1) hedging.judge(false);
+        leafDone(leaf, false);
+      }
       return;
     }
     leaf.running++;
@@ -331,7 +335,8 @@ export function runHedgeSim(options: HedgeSimOptions = {}): HedgeSimResult {
     }
     at(now + delayMs, () => {
       if (leaf.settled) return;
-      const reason = hedging.decide(now, undefined, budget);
+      // No timeout and no deadline here: a copy always has the time to answer.
+      const reason = hedging.decide(now, Number.POSITIVE_INFINITY, undefined, budget);
       if (reason !== undefined) {
         refused[reason] = (refused[reason] ?? 0) + 1;
         return;

@@ -413,6 +413,8 @@ interface Attempt {
   readonly number: number;
   /** 0 for an attempt's first copy, 1 and up for its hedges. */
   readonly hedge: number;
+  /** When its attempt's timeout (or the user request's deadline) ends it and every copy. */
+  readonly endsAt: number;
   /** The client hung up (the shedder reads this as its caller state). */
   aborted: boolean;
   readonly admission: BreakerAdmission | undefined;
@@ -561,10 +563,13 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
       endUser(u, false);
       return;
     }
+    const policy = c.policy;
+    const left = policy.deadlineMs - (now - u.state.startedAt);
     const a: Attempt = {
       user: u,
       number: u.state.attempt + u.hedges,
       hedge: 0,
+      endsAt: now + Math.max(0, Math.min(policy.attemptTimeoutMs ?? left, left)),
       aborted: false,
       admission,
       ticket: undefined,
@@ -572,9 +577,7 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
       copies: undefined,
     };
     u.current = a;
-    const policy = c.policy;
-    const left = policy.deadlineMs - (now - u.state.startedAt);
-    at(now + Math.max(0, Math.min(policy.attemptTimeoutMs ?? left, left)), TIMEOUT, a);
+    at(a.endsAt, TIMEOUT, a);
     at(now + net(), AT_SERVER, a);
     if (c.hedging !== undefined) {
       // As the engine runs a hedged attempt (runHedged): the attempt earns its share of a hedge,
@@ -601,7 +604,7 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
     if (u.current !== g.first) return; // the attempt has ended
     const c = u.client;
     const hedging = c.hedging!;
-    const refusal = hedging.decide(now, c.breaker, c.policy.budget);
+    const refusal = hedging.decide(now, g.first.endsAt, c.breaker, c.policy.budget);
     if (refusal !== undefined) {
       refuseHedge(refusal);
       return;
@@ -612,6 +615,7 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
       user: u,
       number: u.state.attempt + u.hedges,
       hedge: g.list.length,
+      endsAt: g.first.endsAt,
       aborted: false,
       admission: undefined,
       ticket: undefined,
@@ -649,6 +653,7 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
     const verdict = classify(outcome.error, now);
     hedging.pushedBack(now, verdict.pushbackMs ?? verdict.retryAfterMs);
     if (g.running > 0) return; // another copy may still answer
+    if (g.list.length > 1) hedging.judge(false); // as the engine judges an attempt no copy won
     decide(first, outcome);
   }
 
@@ -756,9 +761,11 @@ export async function runMapModel(options?: MapModelOptions): Promise<MapRunResu
       case TIMEOUT: {
         const a = e.subject as Attempt;
         if (a.user.current !== a) break;
-        // The attempt's time limit covers every copy of it.
-        if (a.copies !== undefined) for (const copy of a.copies.list) copy.aborted = true;
-        else a.aborted = true;
+        // The attempt's time limit covers every copy of it; a hedge out with no answer did not win.
+        if (a.copies !== undefined) {
+          for (const copy of a.copies.list) copy.aborted = true;
+          if (a.copies.list.length > 1) a.user.client.hedging!.judge(false);
+        } else a.aborted = true;
         decide(a, TIMED_OUT);
         break;
       }
