@@ -320,6 +320,33 @@ function problems(expr: string, scrape: Scrape, legend = ''): string[] {
   return out;
 }
 
+/**
+ * The metric table of docs/observability.md ("### Metrics"), by Prometheus name (`_total` on
+ * counters), each with the labels its row lists, in Prometheus form. "as `call.duration`" takes
+ * that row's labels.
+ */
+function metricTable(markdown: string): Map<string, string[]> {
+  const section = markdown.slice(markdown.indexOf('### Metrics'), markdown.indexOf('### Traces'));
+  const rows = new Map<string, { type: string; attributes: string }>();
+  for (const [, name, type, attributes] of section.matchAll(
+    /^\| `(stormproof\.[^`]+)` \|([^|]*)\|([^|]*)\|/gm,
+  )) {
+    rows.set(name!, { type: type!.trim(), attributes: attributes! });
+  }
+  const table = new Map<string, string[]>();
+  for (const [name, { type, attributes }] of rows) {
+    const as = /as `([^`]+)`/.exec(attributes);
+    const listed = as ? rows.get(`stormproof.${as[1]}`)!.attributes : attributes;
+    const labels = [...listed.matchAll(/`([a-z_.]+)`/g)]
+      .map((m) => m[1]!)
+      .filter((l) => l.includes('.'))
+      .map((l) => l.replaceAll('.', '_'));
+    const prometheus = name.replaceAll('.', '_') + (type.startsWith('counter') ? '_total' : '');
+    table.set(prometheus, labels);
+  }
+  return table;
+}
+
 interface Query {
   where: string;
   expr: string;
@@ -419,6 +446,37 @@ describe('the Grafana dashboard and the alert rules', () => {
     expect(found.filter((f) => f.problems.length > 0)).toEqual([]);
     // Not vacuous: each query selects at least one series.
     for (const q of queries) expect(analyse(q.expr).selectors.length, q.where).toBeGreaterThan(0);
+  });
+
+  it("docs/observability.md's metric table lists every stormproof metric and label exported", () => {
+    const table = metricTable(docs);
+    const missing: string[] = [];
+    for (const [name, labels] of scrape.labels) {
+      if (!name.startsWith('stormproof_')) continue;
+      const row = table.get(
+        scrape.types.get(name) === 'histogram' ? name.replace(/_(bucket|sum|count)$/, '') : name,
+      );
+      if (row === undefined) {
+        missing.push(`${name}: no row`);
+        continue;
+      }
+      for (const label of labels.keys()) {
+        if (!label.startsWith('otel_scope_') && label !== 'le' && !row.includes(label)) {
+          missing.push(`${name}: ${label} not listed`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    // Not vacuous: the table was read, and the scrape has the metrics the queries use.
+    expect(table.size).toBeGreaterThan(20);
+    expect(
+      metricTable(
+        docs.replace(
+          '| `stormproof.policy`, `stormproof.refusal.reason`',
+          '| `stormproof.refusal.reason`',
+        ),
+      ).get('stormproof_retry_refused_total'),
+    ).not.toContain('stormproof_policy');
   });
 
   it('fails on each defect it is there for', () => {
