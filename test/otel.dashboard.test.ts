@@ -114,7 +114,7 @@ async function scrapeAfterTraffic(): Promise<string> {
   return (await fetch(`${metricsUrl}/metrics`)).text();
 }
 
-/** One family of the scrape: its `# TYPE`, and the labels (with the values seen) of each sample name. */
+/** A scrape: the `# TYPE` of each sample name, and the labels (with the values seen) it carries. */
 interface Scrape {
   /** Sample name (`x_total`, `h_bucket`) to the type of its family. */
   types: Map<string, string>;
@@ -467,7 +467,7 @@ describe('the Grafana dashboard and the alert rules', () => {
       }
     }
     expect(missing).toEqual([]);
-    // Not vacuous: the table was read, and the scrape has the metrics the queries use.
+    // Not vacuous: the table was read, and a row that leaves a label out does not list it.
     expect(table.size).toBeGreaterThan(20);
     expect(
       metricTable(
