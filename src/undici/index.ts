@@ -38,6 +38,7 @@ export {
   type UndiciRetryEvent,
   type UndiciSuccessEvent,
 } from './interceptor.js';
+export { BodyResumeError } from './resume.js';
 export type {
   UndiciController,
   UndiciDispatch,

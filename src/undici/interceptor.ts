@@ -5,7 +5,10 @@
 // when the call gives up, is then forwarded to the caller's handler, body and all, through one
 // controller that stays the same across attempts. A failed response that is retried is drained
 // (up to DRAIN_LIMIT bytes, so its connection is kept) and never reaches the caller. An error
-// reaches the caller only when the call gives up, as the engine's error itself.
+// reaches the caller only when the call gives up, as the engine's error itself. A GET's body that
+// breaks after its head was forwarded is resumed, when its response allows it (resume.ts), by a
+// second engine call counted as the same request's retry: its range request's 206 feeds the
+// same handler through the same controller.
 //
 // What is decided where: the engine (src/core) classifies, waits, keeps the deadline and asks
 // the budget and the breaker; the HTTP rules shared with stormproof/fetch (src/http/checks.ts,
@@ -13,7 +16,7 @@
 // file only adapts undici's handler API to the engine.
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
-import type { Verdict } from '../core/classify.js';
+import type { FailureKind, Verdict } from '../core/classify.js';
 import { type Clock, MAX_TIMER_MS, systemClock } from '../core/clock.js';
 import type { HedgeOptions } from '../core/hedge.js';
 import {
@@ -26,6 +29,7 @@ import {
   type RetryAnswer,
   type RetryDecisionContext,
   type RetryEvent,
+  type RetryReport,
   resolvePolicy,
   type SuccessEvent,
   type UnrepeatableReason,
@@ -72,6 +76,7 @@ import {
 } from '../http/hedging.js';
 import { type AttemptBody, attemptBody } from './body.js';
 import { isRetryFromAbove, readHeader, withHeader } from './headers.js';
+import { BodyResumeError, checkResumed, type ResumePoint, resumePoint } from './resume.js';
 import type {
   UndiciController,
   UndiciDispatch,
@@ -110,6 +115,11 @@ export interface UndiciEventContext {
 export interface UndiciRetryEvent extends Omit<RetryEvent, 'error'>, UndiciEventContext {
   /** What the attempt threw (a network error, a timeout); absent when it ended with a response. */
   readonly error?: unknown;
+  /**
+   * Set when the retry resumes a response body that broke after its head was passed on: the
+   * byte it asks for (`Range: bytes=<resumeFrom>-`).
+   */
+  readonly resumeFrom?: number;
 }
 
 /** Sent to `onGiveUp` once, when a request stops retrying and fails. */
@@ -250,6 +260,24 @@ export interface InterceptorOptions extends HttpPolicyOptions {
    */
   maxReplayBodyBytes?: number | undefined;
   /**
+   * Resume a GET response's body that breaks after its head was passed on (a dropped connection,
+   * undici's body timeout): when the response was a 200 or a single-range 206 with a strong ETag,
+   * the rest is asked for with `Range: bytes=<next byte>-` and `If-Match: <ETag>`, and a 206 that
+   * continues the same bytes is fed to the same reader, with no second head. The resume is a
+   * retry like any other: it counts against `maxAttempts`, waits its backoff (and Retry-After),
+   * is paid from the origin's budget, asks its breaker, and must get its head by the request's
+   * deadline; when it is refused, or the server answers anything else (a 200, another range, a
+   * changed ETag), the body's reader gets the error. A response without an ETag, or with a weak
+   * one, is never resumed (RFC 9110 section 15.3.7.3: only parts with the same strong validator
+   * may be combined). `false`: a broken body always reaches its reader as an error.
+   * @default true
+   * @example
+   * ```ts
+   * interceptor({ resumeBody: false }); // a layer above resumes downloads itself
+   * ```
+   */
+  resumeBody?: boolean | undefined;
+  /**
    * `true` lets the process exit while a request waits for its retry: the wait's timer and the
    * deadline's are unreferenced (`timer.unref()`). By default they hold the process open until
    * the retry is made, so a script whose last request is being retried does not exit half way
@@ -303,6 +331,7 @@ const OWN_KEYS = [
   'breaker',
   'maxReplayBodyBytes',
   'unref',
+  'resumeBody',
 ];
 /** Every option `interceptor()` accepts. */
 export const INTERCEPTOR_OPTION_KEYS: readonly string[] = [
@@ -322,6 +351,8 @@ interface Settings {
   readonly attemptHeader: string | undefined;
   readonly retryMethods: ReadonlySet<string>;
   readonly maxReplayBodyBytes: number;
+  /** Resume a GET's body that broke after its head, with a range request. */
+  readonly resumeBody: boolean;
   readonly policy: ResolvedPolicy;
   /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
   readonly hedging: boolean;
@@ -478,6 +509,7 @@ export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
     maxReplayBodyBytes,
     unref,
     hedge,
+    resumeBody,
     ...rest
   } = o;
   const unrefTimers = checkBoolean('unref', unref);
@@ -523,6 +555,7 @@ export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
     attemptHeader: checkAttemptHeader(OWNER, attemptHeader),
     retryMethods: checkRetryMethods(OWNER, retryMethods),
     maxReplayBodyBytes: replayLimit,
+    resumeBody: resumeBody === undefined ? true : checkBoolean('resumeBody', resumeBody),
     policy,
     hedging: hedgeOptions !== undefined,
     origins: originPolicies(OWNER, originLimit, policy, makeBudget, hedgeOptions),
@@ -556,6 +589,15 @@ export function interceptor(options?: InterceptorOptions): UndiciInterceptor {
 /** An attempt's response head and what came after it, held until the engine decides. */
 type AttemptState = 'waiting' | 'held' | 'forwarding' | 'draining' | 'dead';
 
+/**
+ * Checks the head of a range request that resumes a body (a status below 400): the error that
+ * ends the body when it does not continue the same bytes, or undefined.
+ */
+type HeadCheck = (
+  status: number,
+  headers: Record<string, string | string[] | undefined>,
+) => Error | undefined;
+
 /** One dispatch to the next dispatcher: one attempt. */
 class Attempt implements UndiciHandler {
   controller: UndiciController | undefined;
@@ -574,6 +616,8 @@ class Attempt implements UndiciHandler {
     private readonly exchange: Exchange,
     private readonly resolve: (attempt: Attempt) => void,
     private readonly reject: (error: unknown) => void,
+    /** Set on a range request that resumes a body: its head is checked, never passed on. */
+    private readonly checkHead?: HeadCheck,
   ) {}
 
   onRequestStart(controller: UndiciController): void {
@@ -593,9 +637,23 @@ class Attempt implements UndiciHandler {
       return;
     }
     if (statusCode < 200) {
-      // An informational response (103 Early Hints): passed on as it comes; the final one follows.
-      this.exchange.handler.onResponseStart?.(this.exchange, statusCode, headers, statusMessage);
+      // An informational response (103 Early Hints): passed on as it comes; the final one
+      // follows. Not once the caller has its final head (a resume).
+      if (this.checkHead === undefined) {
+        this.exchange.handler.onResponseStart?.(this.exchange, statusCode, headers, statusMessage);
+      }
       return;
+    }
+    if (this.checkHead !== undefined && statusCode < 400) {
+      const refusal = this.checkHead(statusCode, headers ?? {});
+      if (refusal !== undefined) {
+        // Not the rest of the same body: the resume ends here, and the body with this error.
+        this.state = 'dead';
+        this.deadReason = refusal;
+        controller.abort(refusal);
+        this.reject(refusal);
+        return;
+      }
     }
     this.status = statusCode;
     this.headers = headers ?? {};
@@ -612,7 +670,7 @@ class Attempt implements UndiciHandler {
         this.chunks.push(chunk);
         return;
       case 'forwarding':
-        this.exchange.handler.onResponseData?.(this.exchange, chunk);
+        this.exchange.forwardData(this, chunk);
         return;
       case 'draining':
         this.drained += chunk.byteLength;
@@ -632,8 +690,7 @@ class Attempt implements UndiciHandler {
       this.ended = true;
       this.trailers = trailers ?? {};
     } else if (this.state === 'forwarding') {
-      this.exchange.finish();
-      this.exchange.handler.onResponseEnd?.(this.exchange, trailers ?? {});
+      this.exchange.bodyEnded(this, trailers ?? {});
     }
   }
 
@@ -647,8 +704,7 @@ class Attempt implements UndiciHandler {
         this.error = error;
         return;
       case 'forwarding':
-        this.exchange.finish();
-        this.exchange.handler.onResponseError?.(this.exchange, error);
+        this.exchange.bodyFailed(this, error);
         return;
       default:
         return;
@@ -662,6 +718,12 @@ class Attempt implements UndiciHandler {
     this.deadReason = reason;
     this.controller?.abort(asError(reason));
     this.reject(reason);
+  }
+
+  /** Its body is no longer read: nothing more of it reaches the caller; `reason` closes it. */
+  stop(reason?: Error): void {
+    this.state = 'dead';
+    if (reason !== undefined) this.controller?.abort(reason);
   }
 
   /** Not the response the caller gets: read and drop the rest of its body, or close it. */
@@ -681,23 +743,34 @@ class Attempt implements UndiciHandler {
   /** The response the caller gets: its head, what was held, then the rest as it comes. */
   forward(): void {
     const exchange = this.exchange;
-    const handler = exchange.handler;
     this.state = 'forwarding';
     exchange.target = this.controller;
-    handler.onResponseStart?.(exchange, this.status, this.headers, this.statusMessage);
+    exchange.headForwarded(this);
+    exchange.handler.onResponseStart?.(exchange, this.status, this.headers, this.statusMessage);
+    this.pump();
+  }
+
+  /** A resume's 206: its body continues the one the caller is reading, without a second head. */
+  continueBody(): void {
+    this.state = 'forwarding';
+    this.exchange.target = this.controller;
+    this.pump();
+  }
+
+  /** Passes on what was held while the engine decided, then lets the rest flow. */
+  private pump(): void {
+    const exchange = this.exchange;
     const chunks = this.chunks;
     this.chunks = [];
     for (const chunk of chunks) {
-      if (exchange.done) return;
-      handler.onResponseData?.(exchange, chunk);
+      if (exchange.done || this.state !== 'forwarding') return;
+      exchange.forwardData(this, chunk);
     }
-    if (exchange.done) return;
+    if (exchange.done || this.state !== 'forwarding') return;
     if (this.error !== undefined) {
-      exchange.finish();
-      handler.onResponseError?.(exchange, this.error);
+      exchange.bodyFailed(this, this.error);
     } else if (this.ended) {
-      exchange.finish();
-      handler.onResponseEnd?.(exchange, this.trailers);
+      exchange.bodyEnded(this, this.trailers);
     } else if (!exchange.paused) {
       this.controller?.resume();
     }
@@ -723,6 +796,54 @@ function attemptCheck(keyed: WeakSet<object>): ResultCheck<Attempt> {
 }
 
 /**
+ * A resume's engine call counted as part of its request: the request's attempts before it (the
+ * broken body's attempt is the resume call's first), its waits, and its time.
+ */
+interface Shift {
+  readonly attempts: number;
+  readonly delayMs: number;
+  readonly elapsedMs: number;
+  /** The byte the resume asks for. */
+  readonly resumeFrom: number;
+}
+
+/** A resume call's report, in the request's numbers. */
+function shiftReport<R extends RetryReport>(report: R, shift: Shift | undefined): R {
+  if (shift === undefined) return report;
+  return {
+    ...report,
+    // A resume refused before its range request (breaker, abort) still made the broken attempt.
+    attempts: shift.attempts + Math.max(1, report.attempts),
+    totalDelayMs: shift.delayMs + report.totalDelayMs,
+    elapsedMs: shift.elapsedMs + report.elapsedMs,
+  };
+}
+
+/**
+ * The policy of a resume: the origin's, with the attempts its request has left, no hedging, and
+ * a budget that is not told of a new request (the request was counted when it started; its
+ * resume is one of its retries, paid like any other).
+ */
+function resumePolicy(base: ResolvedPolicy, maxAttempts: number): ResolvedPolicy {
+  const budget = base.budget;
+  return Object.freeze({
+    ...base,
+    maxAttempts,
+    hedge: undefined,
+    budget:
+      budget === undefined
+        ? undefined
+        : {
+            recordRequest: () => {},
+            recordSuccess: (retried?: FailureKind) => budget.recordSuccess(retried),
+            recordFailure: (nowMs: number, retryable: boolean) =>
+              budget.recordFailure(nowMs, retryable),
+            tryRetry: (nowMs: number, kind?: FailureKind) => budget.tryRetry(nowMs, kind),
+          },
+  });
+}
+
+/**
  * One request through the interceptor, from dispatch to the caller's last callback. It is also
  * the controller the caller's handler holds: the same object across attempts, forwarding pause,
  * resume and abort to the attempt whose response the caller reads (undici's RetryHandler keeps a
@@ -742,6 +863,21 @@ class Exchange implements UndiciController {
   private readonly isKeyed: boolean;
   /** Sent with the origin's hedging policy: two copies of it may be in flight at once. */
   private readonly hedgeable: boolean;
+  /** A GET whose body may be resumed with a range request if it breaks. */
+  private readonly mayResume: boolean;
+  private origin = '';
+  /** When the request was dispatched, on the policy's clock: its deadline counts from here. */
+  private startedAt = 0;
+  /** Dispatches of this request so far: attempts, hedges and resumes. */
+  private copies = 0;
+  /** Attempts made and ms waited, as of the last head that came (the request's numbers). */
+  private counts = { attempts: 0, delayMs: 0 };
+  /** The response the caller reads, when its body can be resumed. */
+  private point: ResumePoint | undefined;
+  /** Body bytes passed to the caller. */
+  private received = 0;
+  /** The body the caller reads was resumed at least once: its length is checked here. */
+  private resumed = false;
 
   constructor(
     private readonly settings: Settings,
@@ -775,6 +911,7 @@ class Exchange implements UndiciController {
       settings.hedging &&
       isHedgeable(method, this.isKeyed, unrepeatable) &&
       this.body.alwaysReplayable;
+    this.mayResume = settings.resumeBody && method === 'GET' && unrepeatable === undefined;
   }
 
   // The controller the caller's handler holds.
@@ -811,57 +948,86 @@ class Exchange implements UndiciController {
     this.done = true;
   }
 
+  /** Ends the caller's request with `error`, once. */
+  fail(error: Error): void {
+    if (this.done) return;
+    this.done = true;
+    this.handler.onResponseError?.(this, error);
+  }
+
+  /** The head the caller gets: whether its body can be resumed, and from where. */
+  headForwarded(attempt: Attempt): void {
+    if (this.mayResume) this.point = resumePoint(attempt.status, attempt.headers);
+  }
+
+  /** A chunk of the body the caller reads. */
+  forwardData(attempt: Attempt, chunk: Uint8Array): void {
+    const point = this.point;
+    if (
+      this.resumed &&
+      point?.end !== undefined &&
+      point.start + this.received + chunk.byteLength > point.end + 1
+    ) {
+      // A resumed part longer than its Content-Range said: not the bytes that were asked for.
+      const error = new BodyResumeError(
+        `stormproof: the resumed body ran past the end of its Content-Range (byte ${point.end})`,
+      );
+      attempt.stop(error);
+      this.fail(error);
+      return;
+    }
+    this.received += chunk.byteLength;
+    this.handler.onResponseData?.(this, chunk);
+  }
+
+  /** The body the caller reads ended. */
+  bodyEnded(attempt: Attempt, trailers: Record<string, string | string[] | undefined>): void {
+    if (this.done) return;
+    attempt.stop();
+    const point = this.point;
+    if (this.resumed && point?.end !== undefined && point.start + this.received !== point.end + 1) {
+      this.fail(
+        new BodyResumeError(
+          `stormproof: the resumed body ended at byte ${point.start + this.received}, before the end of its Content-Range (byte ${point.end})`,
+        ),
+      );
+      return;
+    }
+    this.finish();
+    this.handler.onResponseEnd?.(this, trailers);
+  }
+
+  /**
+   * The body the caller reads broke (a dropped connection, a body timeout). A resumable one is
+   * resumed if the engine allows the retry; otherwise the error reaches the body's reader.
+   */
+  bodyFailed(attempt: Attempt, error: Error): void {
+    if (this.done) return;
+    attempt.stop();
+    if (this.point === undefined || this.aborted || !this.body.replayable) {
+      this.fail(error);
+      return;
+    }
+    this.resumeBody(error);
+  }
+
   start(): void {
     const { settings } = this;
     const origin = originOf(String(this.opts.origin ?? ''));
+    this.origin = origin;
+    this.startedAt = settings.policy.clock.now();
     // Once, before any attempt, so that the caller can abort at once (also during a wait).
     this.handler.onRequestStart?.(this, {});
     const call: CallOptions = { signal: this.caller.signal };
     if (settings.breakers !== undefined) call.breaker = settings.breakers.get(origin);
     /** The latest successful response of a copy still in the race: the one onSuccess describes. */
     let succeeded: Attempt | undefined;
-    this.addHooks(call, () => succeeded);
-    /** Dispatches of this request so far, attempts and hedges. */
-    let copies = 0;
-    const operation = ({ signal, hedge }: AttemptContext) =>
-      new Promise<Attempt>((resolve, reject) => {
-        // Without hedging, each attempt is one dispatch and this is its attempt number.
-        const sendNumber = ++copies;
-        const settle = () => signal.removeEventListener('abort', onAbort);
-        const done = (value: Attempt) => {
-          settle();
-          if (!signal.aborted && !isFailure(value)) succeeded = value;
-          if (this.isKeyed) settings.keyed.add(value);
-          resolve(value);
-        };
-        const failed = (error: unknown) => {
-          settle();
-          reject(error);
-        };
-        const one = new Attempt(this, done, failed);
-        const onAbort = () => one.kill(signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-        if (signal.aborted) {
-          one.kill(signal.reason);
-          return;
-        }
-        let headers = this.headers;
-        if (sendNumber > 1 && settings.attemptHeader !== undefined) {
-          headers = withHeader(headers, settings.attemptHeader, String(sendNumber));
-          if (hedge !== undefined && hedge > 0) {
-            headers = withHeader(headers, HEDGE_HEADER, String(hedge));
-          }
-        }
-        const attemptOpts: UndiciDispatchArgs = {
-          ...this.opts,
-          headers,
-          body: this.body.forAttempt(sendNumber),
-        };
-        try {
-          this.dispatch(attemptOpts, one);
-        } catch (error) {
-          one.onResponseError(undefined, error as Error);
-        }
+    this.addHooks(call, () => succeeded, undefined);
+    const operation = (context: AttemptContext) =>
+      this.send(context, this.headers).then((value) => {
+        if (!context.signal.aborted && !isFailure(value)) succeeded = value;
+        if (this.isKeyed) settings.keyed.add(value);
+        return value;
       });
     let policy = policyFor(settings.policy, settings.origins, origin, this.hedgeable);
     if (!this.body.alwaysReplayable && this.unrepeatable === undefined) {
@@ -879,48 +1045,225 @@ class Exchange implements UndiciController {
       },
       (error: unknown) => {
         if (this.bodyRefused) amendReason(error, 'body-not-replayable');
-        if (typeof error === 'object' && error !== null) delivered.add(error);
-        if (this.done) return;
-        this.done = true;
-        this.handler.onResponseError?.(this, asError(error));
+        this.deliver(error);
       },
     );
   }
 
-  /** Request-shaped hooks for this call, when the interceptor has any. */
-  private addHooks(call: CallOptions, succeeded: () => Attempt | undefined): void {
-    const { onRetry, onGiveUp, onSuccess } = this.settings.hooks;
-    if (onRetry === undefined && onGiveUp === undefined && onSuccess === undefined) return;
-    let about: { method: string; url: string } | undefined;
-    const describe = () => {
-      about ??= { method: this.method, url: describeUrl(this.opts) };
-      return about;
+  /** Ends the request with the engine's error, its report found through it (and fetch's cause). */
+  private deliver(error: unknown): void {
+    if (typeof error === 'object' && error !== null) delivered.add(error);
+    this.fail(asError(error));
+  }
+
+  /** One dispatch of the request with `headers`: an attempt, a hedge or a resume. */
+  private send({ signal, hedge }: AttemptContext, headers: unknown, checkHead?: HeadCheck) {
+    const { settings } = this;
+    return new Promise<Attempt>((resolve, reject) => {
+      // Without hedging, each dispatch is one attempt and this is its attempt number.
+      const sendNumber = ++this.copies;
+      const settle = () => signal.removeEventListener('abort', onAbort);
+      const done = (value: Attempt) => {
+        settle();
+        resolve(value);
+      };
+      const failed = (error: unknown) => {
+        settle();
+        reject(error);
+      };
+      const one = new Attempt(this, done, failed, checkHead);
+      const onAbort = () => one.kill(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      if (signal.aborted) {
+        one.kill(signal.reason);
+        return;
+      }
+      let sent = headers;
+      if (sendNumber > 1 && settings.attemptHeader !== undefined) {
+        sent = withHeader(sent, settings.attemptHeader, String(sendNumber));
+        if (hedge !== undefined && hedge > 0) {
+          sent = withHeader(sent, HEDGE_HEADER, String(hedge));
+        }
+      }
+      const attemptOpts: UndiciDispatchArgs = {
+        ...this.opts,
+        headers: sent,
+        body: this.body.forAttempt(sendNumber),
+      };
+      try {
+        this.dispatch(attemptOpts, one);
+      } catch (error) {
+        one.onResponseError(undefined, error as Error);
+      }
+    });
+  }
+
+  /**
+   * Resumes the body that broke with `error`: a retry through the engine like any other (the
+   * request's attempts left, its deadline, the origin's budget and breaker, backoff and
+   * Retry-After, the hooks), whose first attempt is the broken body and whose next ones ask for
+   * the rest with `Range` and `If-Match`. A 206 that continues the same bytes feeds the caller's
+   * handler as if nothing happened; anything else ends the body with an error.
+   */
+  private resumeBody(error: Error): void {
+    const { settings } = this;
+    const point = this.point!;
+    const from = point.start + this.received;
+    const base = policyFor(settings.policy, settings.origins, this.origin, false);
+    const elapsedMs = base.clock.now() - this.startedAt;
+    const shift: Shift = {
+      attempts: this.counts.attempts - 1,
+      delayMs: this.counts.delayMs,
+      elapsedMs,
+      resumeFrom: from,
     };
+    // The request's deadline, not a new one: what is left of it.
+    const leftMs = Math.floor(base.deadlineMs - elapsedMs);
+    if (leftMs < 1) {
+      // No time left for any retry: the engine would refuse it with 'deadline', and an engine
+      // call cannot start with its deadline already behind it.
+      this.refuseResume(error, shift, 'deadline');
+      return;
+    }
+    const policy = resumePolicy(base, Math.max(1, base.maxAttempts - shift.attempts));
+    const call: CallOptions = { signal: this.caller.signal, deadlineMs: leftMs };
+    if (settings.breakers !== undefined) call.breaker = settings.breakers.get(this.origin);
+    this.addHooks(call, () => undefined, shift);
+    let headers = withHeader(this.headers, 'range', `bytes=${from}-${point.end ?? ''}`);
+    headers = withHeader(headers, 'if-match', point.etag);
+    let next: ResumePoint | undefined;
+    const checkHead: HeadCheck = (status, head) => {
+      const checked = checkResumed(point, from, status, head);
+      if (checked instanceof BodyResumeError) return checked;
+      next = checked;
+      return undefined;
+    };
+    const operation = (context: AttemptContext) =>
+      context.attempt === 1 ? Promise.reject(error) : this.send(context, headers, checkHead);
+    execute(policy, operation, call, settings.check).then(
+      (attempt) => {
+        if (this.done) {
+          attempt.discard();
+          return;
+        }
+        if (isFailure(attempt)) {
+          // The range request failed with a status for good (412: the ETag no longer matches).
+          const failure = new BodyResumeError(
+            `stormproof: the body broke at byte ${from} and could not be resumed: the server answered ${attempt.status} to "Range: bytes=${from}-${point.end ?? ''}"`,
+          );
+          const report = getRetryReport(attempt);
+          if (report !== undefined) setReport(failure, shiftReport(report, shift));
+          attempt.discard();
+          this.deliver(failure);
+          return;
+        }
+        this.point = next;
+        this.resumed = true;
+        try {
+          attempt.continueBody();
+        } catch (thrown) {
+          attempt.controller?.abort(asError(thrown));
+        }
+      },
+      (refusal: unknown) => {
+        const report = getRetryReport(refusal);
+        if (report !== undefined) setReport(refusal, shiftReport(report, shift));
+        this.deliver(refusal);
+      },
+    );
+  }
+
+  /** Ends the body with its own error, the resume refused for `reason` before any engine call. */
+  private refuseResume(error: Error, shift: Shift, reason: GiveUpReason): void {
+    const report: RetryReport = {
+      reason,
+      attempts: shift.attempts + 1,
+      totalDelayMs: shift.delayMs,
+      elapsedMs: shift.elapsedMs,
+    };
+    setReport(error, report);
+    const onGiveUp = this.settings.hooks.onGiveUp;
+    if (onGiveUp !== undefined) {
+      try {
+        const result = onGiveUp({ ...report, ...this.describe(), error });
+        if (isThenable(result)) result.then(undefined, () => {});
+      } catch {
+        // A broken hook must not change the outcome, as in the engine.
+      }
+    }
+    this.deliver(error);
+  }
+
+  /**
+   * Request-shaped hooks for one engine call of this request (its first, or a resume's, whose
+   * numbers `shift` turns into the request's), and the count of attempts a resume starts from.
+   */
+  private addHooks(
+    call: CallOptions,
+    succeeded: () => Attempt | undefined,
+    shift: Shift | undefined,
+  ): void {
+    const { onRetry, onGiveUp, onSuccess } = this.settings.hooks;
+    if (this.mayResume) {
+      // What a resume counts from: every head that came, the first one's and each resume's.
+      const user = shift === undefined ? onSuccess : undefined;
+      call.onSuccess = (event) => {
+        this.counts = {
+          attempts: (shift?.attempts ?? 0) + event.attempts,
+          delayMs: (shift?.delayMs ?? 0) + event.totalDelayMs,
+        };
+        return user === undefined ? undefined : this.successEvent(user, event, succeeded());
+      };
+    } else if (onSuccess !== undefined) {
+      call.onSuccess = (event) => this.successEvent(onSuccess, event, succeeded());
+    }
+    if (onRetry === undefined && onGiveUp === undefined) return;
     const shape = <E extends { readonly error: unknown }>(event: E) => {
       const { error, ...rest } = event;
       // A failed response is passed on as a status; only errors are described as errors.
       return error instanceof Attempt
-        ? { ...rest, ...describe(), status: error.status }
-        : { ...rest, ...describe(), error };
+        ? { ...rest, ...this.describe(), status: error.status }
+        : { ...rest, ...this.describe(), error };
     };
-    if (onRetry !== undefined) call.onRetry = (event) => onRetry(shape(event));
+    if (onRetry !== undefined) {
+      call.onRetry =
+        shift === undefined
+          ? (event) => onRetry(shape(event))
+          : (event) =>
+              onRetry({
+                ...shape(event),
+                attempt: shift.attempts + event.attempt,
+                elapsedMs: shift.elapsedMs + event.elapsedMs,
+                resumeFrom: shift.resumeFrom,
+              });
+    }
     if (onGiveUp !== undefined) {
       call.onGiveUp = (event) =>
         onGiveUp({
-          ...shape(event),
+          ...shape(shiftReport(event, shift)),
           ...(this.bodyRefused ? { reason: 'body-not-replayable' as GiveUpReason } : {}),
         });
     }
-    if (onSuccess !== undefined) {
-      call.onSuccess = (event) => {
-        const response = succeeded();
-        onSuccess({
-          ...event,
-          ...describe(),
-          ...(response === undefined ? {} : { status: response.status }),
-        });
-      };
-    }
+  }
+
+  private successEvent(
+    hook: NonNullable<InterceptorOptions['onSuccess']>,
+    event: SuccessEvent,
+    response: Attempt | undefined,
+  ): unknown {
+    return hook({
+      ...event,
+      ...this.describe(),
+      ...(response === undefined ? {} : { status: response.status }),
+    });
+  }
+
+  private described: { method: string; url: string } | undefined;
+
+  /** The method and redacted URL every event carries, made once. */
+  private describe(): { method: string; url: string } {
+    this.described ??= { method: this.method, url: describeUrl(this.opts) };
+    return this.described;
   }
 }
 
