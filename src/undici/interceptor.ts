@@ -1,7 +1,7 @@
 // The interceptor: each request dispatched through it runs through the stormproof engine, one
 // attempt per dispatch to the next dispatcher. An attempt counts as done when its response head
-// arrives (or it fails before one): the head is held (the attempt's controller is paused and any
-// early body bytes buffered) while the engine decides. A success, or the last failed response
+// arrives (or it fails before one): the head is held (a success's controller paused, a failure's
+// body read ahead up to DRAIN_LIMIT bytes) while the engine decides. A success, or the last failed response
 // when the call gives up, is then forwarded to the caller's handler, body and all, through one
 // controller that stays the same across attempts. A failed response that is retried is drained
 // (up to DRAIN_LIMIT bytes, so its connection is kept) and never reaches the caller. An error
@@ -659,8 +659,11 @@ class Attempt implements UndiciHandler {
     this.headers = headers ?? {};
     this.statusMessage = statusMessage;
     this.state = 'held';
-    // Nothing more is read until the engine decides whether this response is the one.
-    controller.pause();
+    // A success is not read on until the engine decides that it is the one. A failed response's
+    // body is read ahead (up to DRAIN_LIMIT bytes, failures are short) while the engine decides
+    // and waits: its connection then goes back to undici's pool during the wait, unreferenced
+    // when idle (so `unref: true` lets the process exit), and free for the retry.
+    if (statusCode < 400) controller.pause();
     this.resolve(this);
   }
 
@@ -668,6 +671,8 @@ class Attempt implements UndiciHandler {
     switch (this.state) {
       case 'held':
         this.chunks.push(chunk);
+        this.drained += chunk.byteLength;
+        if (this.drained > DRAIN_LIMIT) controller.pause();
         return;
       case 'forwarding':
         this.exchange.forwardData(this, chunk);
@@ -730,7 +735,6 @@ class Attempt implements UndiciHandler {
   discard(): void {
     if (this.state !== 'held') return;
     this.state = 'draining';
-    this.drained = this.chunks.reduce((n, chunk) => n + chunk.byteLength, 0);
     this.chunks = [];
     if (this.ended || this.error !== undefined) return;
     if (this.drained > DRAIN_LIMIT) {
@@ -771,7 +775,10 @@ class Attempt implements UndiciHandler {
       exchange.bodyFailed(this, this.error);
     } else if (this.ended) {
       exchange.bodyEnded(this, this.trailers);
-    } else if (!exchange.paused) {
+    } else if (exchange.paused) {
+      // A failed response read ahead was not paused; the caller's handler has asked to pause.
+      this.controller?.pause();
+    } else {
       this.controller?.resume();
     }
   }
