@@ -25,6 +25,10 @@ const RUNTIMES = [
   { name: 'bun', command: bin('bun/bin/bun.exe'), script: [] },
 ];
 
+/** The body stormproof/undici resumes: 100,000 bytes, cut after CUT (undici.mjs makes the same). */
+const CUT_BODY = Buffer.from(Array.from({ length: 100_000 }, (_, i) => (i * 31 + 7) & 255));
+const CUT = 40_000;
+
 // The loopback server: per runtime (the `id` query value) its own counts.
 const counts = new Map();
 const stalled = [];
@@ -40,6 +44,22 @@ const server = createServer((req, res) => {
     else res.writeHead(200).end('ok');
   } else if (url.pathname === '/stall') {
     stalled.push(res);
+  } else if (url.pathname === '/cut') {
+    // stormproof/undici's body resume: a 200 cut after CUT bytes, then a 206 for the rest.
+    const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    counts.set(`${key} range`, `${req.headers.range} ${req.headers['if-match']}`);
+    if (range === null) {
+      res.writeHead(200, { 'content-length': String(CUT_BODY.length), etag: '"cut-1"' });
+      res.write(CUT_BODY.subarray(0, CUT), () => setTimeout(() => res.destroy(), 20));
+    } else {
+      const from = Number(range[1]);
+      res
+        .writeHead(206, {
+          'content-range': `bytes ${from}-${CUT_BODY.length - 1}/${CUT_BODY.length}`,
+          etag: '"cut-1"',
+        })
+        .end(CUT_BODY.subarray(from));
+    }
   } else {
     res.writeHead(404).end();
   }
@@ -166,6 +186,17 @@ async function checkUndici({ name, command }, pkg) {
     attempts: 4,
   });
   expect('after uninstall, no retry', results.after, 503);
+  const id = encodeURIComponent(`${name}-${pkg}`);
+  expect('built-in fetch of a body cut after 40,000 bytes, resumed', results.cut, {
+    status: 200,
+    length: 100_000,
+    same: true,
+  });
+  expect(
+    'the cut body: requests, and the range asked',
+    [counts.get(`/cut?${id}`), counts.get(`/cut?${id} range`)],
+    [2, 'bytes=40000-99999 "cut-1"'],
+  );
   return problems;
 }
 
