@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttp2Server, constants as h2constants } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -285,6 +286,61 @@ describe('interceptor() with undici 7 Agent.compose', () => {
     const result = await collect(dispatch, { origin: base, path: '/', method: 'GET' });
     expect(result.status).toBe(200);
     expect(retries).toEqual(['timeout']);
+  });
+
+  it('retries HTTP/2 stream resets and timeouts from a real h2c server (undici#5087, #5137)', async () => {
+    // What undici 7 hands on for each: REFUSED_STREAM, INTERNAL_ERROR and ENHANCE_YOUR_CALM as
+    // Node's ERR_HTTP2_STREAM_ERROR (the engine alone would call them permanent), CANCEL before
+    // the head as UND_ERR_INFO, a stalled stream as UND_ERR_HEADERS_TIMEOUT.
+    const h2 = createHttp2Server();
+    let streams = 0;
+    h2.on('stream', (stream) => {
+      stream.on('error', () => {});
+      streams++;
+      const resets = [
+        h2constants.NGHTTP2_REFUSED_STREAM,
+        h2constants.NGHTTP2_CANCEL,
+        h2constants.NGHTTP2_INTERNAL_ERROR,
+        h2constants.NGHTTP2_ENHANCE_YOUR_CALM,
+      ];
+      if (streams <= resets.length) stream.close(resets[streams - 1]);
+      else if (streams === resets.length + 1)
+        return; // stalled: undici's headersTimeout ends it
+      else {
+        stream.respond({ ':status': 200 });
+        stream.end('over h2');
+      }
+    });
+    h2.listen(0, '127.0.0.1');
+    await once(h2, 'listening');
+    // HTTP/2 without TLS (h2c): undici 7 reads useH2c from its connector's options, which its
+    // types do not list.
+    const connect = { useH2c: true } as never;
+    const agent = new Agent({ allowH2: true, headersTimeout: 200, connect });
+    agents.push(agent);
+    try {
+      const retries: string[] = [];
+      const d = agent.compose(
+        interceptor({
+          ...FAST,
+          maxAttempts: 6,
+          onRetry: (e) => retries.push(`${(e.error as { code?: string }).code} ${e.verdict.kind}`),
+        }),
+      );
+      const origin = `http://127.0.0.1:${(h2.address() as AddressInfo).port}`;
+      const res = await d.request({ origin, path: '/', method: 'GET' });
+      expect([res.statusCode, await res.body.text()]).toEqual([200, 'over h2']);
+      expect(retries).toEqual([
+        'ERR_HTTP2_STREAM_ERROR network',
+        'UND_ERR_INFO network',
+        'ERR_HTTP2_STREAM_ERROR network',
+        'ERR_HTTP2_STREAM_ERROR throttled',
+        'UND_ERR_HEADERS_TIMEOUT timeout',
+      ]);
+    } finally {
+      // The agent (closed after the test) ends its session; the server then closes.
+      h2.close();
+    }
   });
 
   it('holds the process open while a retry waits, unless unref: true (undici#3975)', async () => {

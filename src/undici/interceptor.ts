@@ -424,16 +424,38 @@ function checkBoolean(name: string, value: unknown): boolean {
 }
 
 /**
- * undici's `InformationalError` (`UND_ERR_INFO`) says a connection or an HTTP/2 stream ended
- * before the answer: `socket idle timeout`, `reset`, `HTTP/2: "stream timeout after ..."`,
- * `HTTP/2: stream closed before the response was complete` (undici#5087: RetryAgent's code list
- * misses them). Such an error before the response head is a dropped connection, or a timeout
- * when it says so; the DNS interceptor's `No DNS entries found` stays final, as ENOTFOUND is.
+ * HTTP/2 stream resets that undici passes on as Node's own error (`ERR_HTTP2_STREAM_ERROR`,
+ * "Stream closed with error code NGHTTP2_..."), with how each is retried (RFC 9113 section 7):
+ * REFUSED_STREAM says the request was not processed and "can be safely retried" (section 8.7);
+ * CANCEL, INTERNAL_ERROR and STREAM_CLOSED end a stream as a reset connection ends a request;
+ * ENHANCE_YOUR_CALM says the peer sees too much load, so it is retried as a 429 is, more slowly.
+ * The other codes (PROTOCOL_ERROR, FLOW_CONTROL_ERROR, ...) are bugs a retry would repeat.
  */
-function infoVerdict(error: unknown): Verdict | undefined {
+const H2_RESETS: ReadonlyMap<string, Verdict> = new Map<string, Verdict>([
+  ['NGHTTP2_REFUSED_STREAM', { retryable: true, kind: 'network' }],
+  ['NGHTTP2_CANCEL', { retryable: true, kind: 'network' }],
+  ['NGHTTP2_INTERNAL_ERROR', { retryable: true, kind: 'network' }],
+  ['NGHTTP2_STREAM_CLOSED', { retryable: true, kind: 'network' }],
+  ['NGHTTP2_ENHANCE_YOUR_CALM', { retryable: true, kind: 'throttled' }],
+]);
+
+/**
+ * What undici's own errors say that the engine's classifier does not read (undici#5087: its
+ * RetryAgent's code list misses them too). undici's `InformationalError` (`UND_ERR_INFO`) says a
+ * connection or an HTTP/2 stream ended before the answer: `socket idle timeout`, `reset`,
+ * `HTTP/2: "stream timeout after ..."`, `HTTP/2: stream closed before the response was
+ * complete`: a dropped connection, or a timeout when it says so; the DNS interceptor's `No DNS
+ * entries found` stays final, as ENOTFOUND is. An HTTP/2 reset (`ERR_HTTP2_STREAM_ERROR`) is
+ * judged by its code (H2_RESETS).
+ */
+function undiciVerdict(error: unknown): Verdict | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { code, message } = error as { code?: unknown; message?: unknown };
-  if (code !== 'UND_ERR_INFO' || typeof message !== 'string') return undefined;
+  if (typeof message !== 'string') return undefined;
+  if (code === 'ERR_HTTP2_STREAM_ERROR') {
+    return H2_RESETS.get(/NGHTTP2_[A-Z_]+/.exec(message)?.[0] ?? '');
+  }
+  if (code !== 'UND_ERR_INFO') return undefined;
   if (message === 'No DNS entries found') return undefined;
   return /timeout/i.test(message)
     ? { retryable: true, kind: 'timeout' }
@@ -446,7 +468,7 @@ type Judge = (context: RetryDecisionContext) => Verdict | PromiseLike<Verdict>;
 function makeShouldRetry(keyed: WeakSet<object>, user: ResolvedPolicy['shouldRetry']): Judge {
   return (given) => {
     if (isKeyConflict(given, keyed)) return { ...given.verdict, retryable: false };
-    const info = given.verdict.kind === 'permanent' ? infoVerdict(given.error) : undefined;
+    const info = given.verdict.kind === 'permanent' ? undiciVerdict(given.error) : undefined;
     const context = info === undefined ? given : { ...given, verdict: info };
     if (user === undefined) return context.verdict;
     const answer = user(context);
