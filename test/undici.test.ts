@@ -454,7 +454,7 @@ describe("with undici 7's fetch", () => {
 });
 
 describe('composition (undici#3901, #4106)', () => {
-  it('with the dns, redirect and deduplicate interceptors', async () => {
+  it('stormproof called last (first in the list): deduplicate, redirect and dns outside it', async () => {
     const target = script('/target', status(503), status(200, 'there'));
     script('/moved', status(302, '', { location: target }));
     const d = agentWith(
@@ -483,6 +483,75 @@ describe('composition (undici#3901, #4106)', () => {
     const res = await d.request({ origin: 'http://api.test', path: '/m', method: 'GET' });
     expect(res.statusCode).toBe(200);
     expect(await res.body.text()).toBe('mocked');
+  });
+  it('in the documented order (stormproof called first): redirect, dns and deduplicate run inside each attempt', async () => {
+    const target = script('/doc-target', status(503), status(200, 'there'));
+    const moved = script('/doc-moved', status(302, '', { location: target }));
+    let lookups = 0;
+    const d = agentWith(
+      interceptors.redirect({ maxRedirections: 2 }),
+      interceptors.dns({
+        lookup: (_h, _o, cb) => {
+          lookups++;
+          cb(null, [{ address: '127.0.0.1', family: 4, ttl: 60_000 }]);
+        },
+      }),
+      interceptors.deduplicate(),
+      interceptor(FAST),
+    );
+    const port = new URL(base).port;
+    const res = await d.request({ origin: `http://localhost:${port}`, path: moved, method: 'GET' });
+    expect([res.statusCode, await res.body.text()]).toEqual([200, 'there']);
+    // The retry of the 503 went through the redirect again: the redirect is inside the attempt.
+    expect([seen.get(moved)!.length, seen.get(target)!.length]).toEqual([2, 2]);
+    expect(lookups).toBeGreaterThanOrEqual(1);
+    // Two identical GETs at once: their first attempts are one request upstream.
+    const same = script('/doc-dedup', status(503), status(200, 'once'));
+    const both = await Promise.all([get(d, same), get(d, same)]);
+    expect(both.map((r) => [r.status, r.body])).toEqual([
+      [200, 'once'],
+      [200, 'once'],
+    ]);
+    expect(seen.get(same)!.length).toBeGreaterThanOrEqual(2);
+    expect(seen.get(same)!.length).toBeLessThanOrEqual(3);
+  });
+
+  it("installed over a MockAgent set as the global dispatcher: Node's built-in fetch retries the mock's 503", async () => {
+    const mock = new MockAgent();
+    mock.disableNetConnect();
+    agents.push(mock);
+    const pool = mock.get('http://api.test');
+    pool.intercept({ path: '/g', method: 'GET' }).reply(503, 'busy');
+    pool.intercept({ path: '/g', method: 'GET' }).reply(200, 'mocked');
+    const before = undici.getGlobalDispatcher();
+    undici.setGlobalDispatcher(mock);
+    const uninstall = installGlobal({ undici, ...FAST });
+    try {
+      const res = await globalThis.fetch('http://api.test/g');
+      expect([res.status, await res.text()]).toEqual([200, 'mocked']);
+      mock.assertNoPendingInterceptors();
+    } finally {
+      uninstall();
+      expect(undici.getGlobalDispatcher()).toBe(mock);
+      undici.setGlobalDispatcher(before);
+    }
+  });
+
+  it("with MockAgent and a fetch body: the replayed body still matches the mock's (undici#4106, #4116)", async () => {
+    const mock = new MockAgent();
+    mock.disableNetConnect();
+    agents.push(mock);
+    const pool = mock.get('http://api.test');
+    pool.intercept({ path: '/p', method: 'POST', body: 'aBody' }).reply(503, 'busy');
+    pool.intercept({ path: '/p', method: 'POST', body: 'aBody' }).reply(200, 'mocked');
+    const res = await undici.fetch('http://api.test/p', {
+      dispatcher: mock.compose(interceptor(FAST)),
+      method: 'POST',
+      body: 'aBody',
+      headers: { 'idempotency-key': '"k-mock"' },
+    });
+    expect([res.status, await res.text()]).toEqual([200, 'mocked']);
+    mock.assertNoPendingInterceptors();
   });
 });
 
