@@ -4,6 +4,7 @@
 // answer that does not continue the same bytes ends the body with an error, and the resume is a
 // retry of the engine (attempts, budget, breaker, deadline, backoff, Retry-After, hooks, report).
 import { createHash } from 'node:crypto';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -491,6 +492,26 @@ describe('the resume is a retry of the engine', () => {
     expect(error).toBeInstanceOf(Error);
     expect(performance.now() - started).toBeLessThan(3000);
     expect(seen.get(path)).toHaveLength(1);
+  });
+
+  it('in the stormproof:call events a resume is a call of its own, whose first attempt is the broken body', async () => {
+    const path = script('/events', cut(CUT), ranged());
+    const ends: [string, number][] = [];
+    const listen = (message: unknown) => {
+      const m = message as { type: string; outcome?: string; attempts?: number };
+      if (m.type === 'end') ends.push([m.outcome!, m.attempts!]);
+    };
+    subscribe('stormproof:call', listen);
+    try {
+      const got = await read(through(FAST), path);
+      expect(hash(got.bytes)).toBe(hash(BODY));
+    } finally {
+      unsubscribe('stormproof:call', listen);
+    }
+    expect(ends).toEqual([
+      ['success', 1],
+      ['success', 2],
+    ]);
   });
 
   it('leaves no timer behind: resumed, refused, aborted', async () => {

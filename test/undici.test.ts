@@ -909,10 +909,10 @@ describe("ported from undici's retry interceptor tests (test/interceptors/retry.
   });
 
   it('#3975 - keep event loop ticking: a process whose only work is a pending retry waits for it, and exits with unref', async () => {
-    // Difference: undici's fixture shows the process exiting mid-retry (its retry timer is
-    // unreferenced, the bug filed as #3975); stormproof holds the process until the retry is
-    // made unless unref: true. Each run is a Node process of its own, whose only handle while it
-    // waits is the retry's timer (the idle socket of the 503 is undici's, unreferenced).
+    // undici's fixture checks that the process lives until its retries end (#3975, fixed by PR
+    // #3977); stormproof does the same, and lets it go with unref: true. Each run is a Node
+    // process of its own, whose only handle while it waits is the retry's timer: the 503 was read
+    // ahead, so its connection is idle in undici's pool, unreferenced.
     const run = async (unref: boolean) => {
       const path = script(`/u-3975-${unref}`, status(503, 'busy'), status(200, 'done'));
       const source = [
