@@ -19,9 +19,13 @@ import {
   type InterceptorOptions,
   installGlobal,
   interceptor,
+  type UndiciController,
+  type UndiciDispatch,
   type UndiciGiveUpEvent,
+  type UndiciHandler,
   type UndiciRetryEvent,
 } from '../src/undici/index.js';
+import { ManualClock } from './helpers/clocks.js';
 
 const { Agent } = undici;
 
@@ -264,6 +268,61 @@ describe('a broken body is resumed with Range and If-Match', () => {
       ['bytes=1000-', undefined],
       [`bytes=${1000 + CUT}-${LAST}`, ETAG],
     ]);
+  });
+
+  it('a slow reader: pausing and resuming reach the range request after the switch', async () => {
+    const path = script('/slow', cut(CUT), ranged());
+    // Between stormproof and the agent: counts the pauses each dispatch's controller is asked.
+    const pauses: number[] = [];
+    const spy =
+      (dispatch: undici.Dispatcher['dispatch']): undici.Dispatcher['dispatch'] =>
+      (opts, handler) => {
+        const at = pauses.push(0) - 1;
+        const inner = handler as UndiciHandler;
+        let wrapped: UndiciController | undefined;
+        const wrap = (c: UndiciController) => {
+          wrapped ??= {
+            pause: () => {
+              pauses[at]!++;
+              c.pause();
+            },
+            resume: () => c.resume(),
+            abort: (reason) => c.abort(reason),
+            get aborted() {
+              return c.aborted;
+            },
+            get paused() {
+              return c.paused;
+            },
+            get reason() {
+              return c.reason;
+            },
+          };
+          return wrapped;
+        };
+        const spied: UndiciHandler = {
+          onRequestStart: (c, context) => inner.onRequestStart?.(wrap(c), context),
+          onResponseStart: (c, ...rest) => inner.onResponseStart?.(wrap(c), ...rest),
+          onResponseData: (c, chunk) => inner.onResponseData?.(wrap(c), chunk),
+          onResponseEnd: (c, trailers) => inner.onResponseEnd?.(wrap(c), trailers),
+          onResponseError: (c, error) => inner.onResponseError?.(wrap(c), error),
+        };
+        return dispatch(opts, spied as never);
+      };
+    const agent = new Agent();
+    agents.push(agent);
+    const d = agent.compose(spy as never, interceptor(FAST));
+    const res = await d.request({ origin: base, path, method: 'GET', highWaterMark: 1024 });
+    const chunks: Buffer[] = [];
+    for await (const chunk of res.body) {
+      chunks.push(chunk as Buffer);
+      // Slower than the socket: undici's body pauses the controller, and resumes it as it drains.
+      if (chunks.length % 8 === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect(hash(Buffer.concat(chunks))).toBe(hash(BODY));
+    expect(seen.get(path)).toHaveLength(2);
+    // Beyond the pause that holds each head while the engine decides, the reader's own.
+    expect(pauses[1]).toBeGreaterThan(1);
   });
 
   it('a 200 of unknown length (chunked) is resumed open-ended and ends where the 206 says', async () => {
@@ -531,3 +590,150 @@ describe('the resume is a retry of the engine', () => {
     expect(timers()).toBeLessThanOrEqual(before);
   });
 });
+
+// The same engine rules on a virtual clock (exact, and with every timer 3 ms late as real timers
+// are on a busy machine), through a next dispatch that answers on that clock: the wait before the
+// range request and the deadline left for it are the engine's, read from the injected clock.
+for (const lateMs of [0, 3]) {
+  describe(`a resume on a virtual clock (${lateMs} ms late)`, () => {
+    interface Sent {
+      at: number;
+      range: string | undefined;
+      ifMatch: string | undefined;
+      aborted?: Error;
+    }
+
+    /**
+     * A next dispatch: the first answers a 200 with 'abc' of 'abcdef' at 10 ms and breaks at 50 ms;
+     * each range request answers `resumeMs` later with the rest (never when undefined).
+     */
+    function breaking(clock: ManualClock, resumeMs: number | undefined) {
+      const sent: Sent[] = [];
+      const dispatch: UndiciDispatch = (opts, handler) => {
+        const headers = (opts.headers ?? {}) as Record<string, string>;
+        const entry: Sent = { at: clock.t, range: headers.range, ifMatch: headers['if-match'] };
+        sent.push(entry);
+        const cancels: (() => void)[] = [];
+        const controller: UndiciController & { aborted: boolean; reason: Error | null } = {
+          aborted: false,
+          paused: false,
+          reason: null,
+          abort(reason) {
+            if (controller.aborted) return;
+            controller.aborted = true;
+            controller.reason = reason;
+            entry.aborted = reason;
+            for (const cancel of cancels) cancel();
+            handler.onResponseError?.(controller, reason);
+          },
+          pause() {},
+          resume() {},
+        };
+        const bytes = (text: string) => new TextEncoder().encode(text);
+        handler.onRequestStart?.(controller, {});
+        if (sent.length === 1) {
+          cancels.push(
+            clock.setTimer(10, () => {
+              handler.onResponseStart?.(
+                controller,
+                200,
+                { 'content-length': '6', etag: '"e"' },
+                '',
+              );
+              handler.onResponseData?.(controller, bytes('abc'));
+            }),
+            clock.setTimer(50, () => {
+              const error = Object.assign(new Error('other side closed'), {
+                code: 'UND_ERR_SOCKET',
+              });
+              handler.onResponseError?.(controller, error);
+            }),
+          );
+        } else if (resumeMs !== undefined) {
+          cancels.push(
+            clock.setTimer(resumeMs, () => {
+              handler.onResponseStart?.(
+                controller,
+                206,
+                { 'content-range': 'bytes 3-5/6', 'content-length': '3', etag: '"e"' },
+                '',
+              );
+              handler.onResponseData?.(controller, bytes('def'));
+              handler.onResponseEnd?.(controller, {});
+            }),
+          );
+        }
+        return true;
+      };
+      return Object.assign(dispatch, { sent });
+    }
+
+    /** One GET through `d`, run on the clock to its end: the body read and how it ended. */
+    async function run(clock: ManualClock, d: UndiciDispatch) {
+      let done: { body: string; error?: Error; at: number } | undefined;
+      let body = '';
+      d(
+        { origin: 'http://a.test', path: '/file', method: 'GET' },
+        {
+          onResponseData: (_c, chunk) => {
+            body += new TextDecoder().decode(chunk);
+          },
+          onResponseEnd: () => {
+            done = { body, at: clock.t };
+          },
+          onResponseError: (_c, error) => {
+            done = { body, error, at: clock.t };
+          },
+        },
+      );
+      for (let i = 0; i < 2000 && done === undefined; i++) await clock.advance(1);
+      if (done === undefined) throw new Error('the request did not settle');
+      return done;
+    }
+
+    const options = (clock: ManualClock, deadlineMs: number): InterceptorOptions => ({
+      clock,
+      baseDelayMs: 100,
+      jitter: 'none',
+      deadlineMs,
+    });
+
+    it('waits its backoff on the clock, then asks for the rest', async () => {
+      const clock = new ManualClock({ lateMs });
+      const next = breaking(clock, 10);
+      const done = await run(clock, interceptor(options(clock, 1000))(next));
+      expect(done.error).toBeUndefined();
+      expect(done.body).toBe('abcdef');
+      // The break comes at 50 ms (late timers: 10 + late, then 50 + late), the wait is 100 ms.
+      expect(next.sent.map((s) => [s.at, s.range, s.ifMatch])).toEqual([
+        [0, undefined, undefined],
+        [50 + lateMs + 100 + lateMs, 'bytes=3-5', '"e"'],
+      ]);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+
+    it('a wait that would end past the deadline is refused: the reader gets the break', async () => {
+      const clock = new ManualClock({ lateMs });
+      const next = breaking(clock, 10);
+      const done = await run(clock, interceptor(options(clock, 120))(next));
+      expect((done.error as { code?: string }).code).toBe('UND_ERR_SOCKET');
+      expect(getRetryReport(done.error)).toMatchObject({ reason: 'deadline', attempts: 1 });
+      expect(done.at).toBe(50 + lateMs);
+      expect(next.sent).toHaveLength(1);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+
+    it('a range request still waiting at the deadline is aborted then', async () => {
+      const clock = new ManualClock({ lateMs });
+      const next = breaking(clock, undefined);
+      const done = await run(clock, interceptor(options(clock, 300))(next));
+      expect(done.error).toBeInstanceOf(DeadlineExceededError);
+      expect(getRetryReport(done.error)).toMatchObject({ reason: 'deadline', attempts: 2 });
+      // The deadline counts from the request's dispatch, on the clock: 300 ms (its timer late).
+      expect(done.at).toBe(300 + lateMs);
+      expect(next.sent).toHaveLength(2);
+      expect(next.sent[1]!.aborted).toBeInstanceOf(DeadlineExceededError);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+  });
+}
