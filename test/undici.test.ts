@@ -12,6 +12,7 @@ import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import * as undici from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RetryBudget } from '../src/core/budgets/retry-budget.js';
 import { createFetch, getRetryReport as getFetchReport } from '../src/fetch/index.js';
 import {
   BodyResumeError,
@@ -372,6 +373,29 @@ describe('interceptor() with undici 7 Agent.compose', () => {
   });
 
   it('keeps a budget per origin and a breaker per origin', async () => {
+    // 127.0.0.1 and localhost are two origins on the same server: each has its own budget. A
+    // request earns 1 credit and a retry costs 2, so a budget shared with the spent one would
+    // refuse localhost's retry too.
+    const down = script('/budget-down', status(503));
+    const events: UndiciGiveUpEvent[] = [];
+    const spent = agentWith(
+      interceptor({
+        ...FAST,
+        budget: () => new RetryBudget({ maxCredits: 2, cost: 2 }),
+        onGiveUp: (e) => events.push(e),
+      }),
+    );
+    expect((await get(spent, down)).status).toBe(503);
+    expect(events.map((e) => [e.reason, e.attempts])).toEqual([['budget', 2]]);
+    const other = script('/budget-other', status(503), status(200, 'ok'));
+    const port = new URL(base).port;
+    const res = await spent.request({
+      origin: `http://localhost:${port}`,
+      path: other,
+      method: 'GET',
+    });
+    expect([res.statusCode, await res.body.text()]).toEqual([200, 'ok']);
+
     const path = script('/always-down', status(503));
     const d = agentWith(interceptor({ ...FAST, breaker: { consecutiveFailures: 2 } }));
     await get(d, path);
