@@ -412,6 +412,31 @@ describe('an answer that does not continue the same bytes ends the body with an 
     });
   }
 
+  it('a reader whose handler throws is not resumed: the request ends with its error', async () => {
+    const path = script('/throws', cut(CUT), ranged());
+    const d = through(FAST);
+    let got = 0;
+    const ended = await new Promise<Error | undefined>((resolve) => {
+      // onRequestStart marks it as a handler of the current API (undici wraps others).
+      const handler: UndiciHandler = {
+        onRequestStart: () => {},
+        // Past the bytes that came with the head: the throw is in a callback from undici.
+        onResponseData: (_c, chunk) => {
+          got += chunk.byteLength;
+          // An error the classifier would retry: only where it came from says not to resume.
+          if (got > 20_000) throw Object.assign(new Error('reader broke'), { code: 'ECONNRESET' });
+        },
+        onResponseEnd: () => resolve(undefined),
+        onResponseError: (_c, error) => resolve(error),
+      };
+      d.dispatch({ origin: base, path, method: 'GET' }, handler as never);
+    });
+    expect(ended?.message).toBe('reader broke');
+    // Past the cut (20 ms after the first bytes): nothing more was asked for.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(seen.get(path)).toHaveLength(1);
+  });
+
   it('resumeBody: false turns it off; a POST (not retried) is never resumed', async () => {
     const path = script('/off', cut(CUT), ranged());
     const got = await read(through({ ...FAST, resumeBody: false }), path);

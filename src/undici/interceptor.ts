@@ -1006,7 +1006,21 @@ class Exchange implements UndiciController {
       return;
     }
     this.received += chunk.byteLength;
-    this.handler.onResponseData?.(this, chunk);
+    try {
+      this.handler.onResponseData?.(this, chunk);
+    } catch (error) {
+      this.callerThrew(attempt, error);
+    }
+  }
+
+  /**
+   * The caller's handler threw: the request is closed and the handler told, as undici does, and
+   * its body is never resumed (the break is the reader's, not the connection's).
+   */
+  callerThrew(attempt: Attempt, thrown: unknown): void {
+    const error = asError(thrown);
+    attempt.stop(error);
+    this.fail(error);
   }
 
   /** The body the caller reads ended. */
@@ -1068,8 +1082,7 @@ class Exchange implements UndiciController {
         try {
           attempt.forward();
         } catch (error) {
-          // The caller's handler threw: undici would close the request and report it the same way.
-          attempt.controller?.abort(asError(error));
+          this.callerThrew(attempt, error);
         }
       },
       (error: unknown) => {
@@ -1191,7 +1204,7 @@ class Exchange implements UndiciController {
         try {
           attempt.continueBody();
         } catch (thrown) {
-          attempt.controller?.abort(asError(thrown));
+          this.callerThrew(attempt, thrown);
         }
       },
       (refusal: unknown) => {
