@@ -1,8 +1,9 @@
 // stormproof/undici against real loopback servers (node:http on 127.0.0.1, port 0), with undici 7
 // (the root devDependency): Agent.compose, undici's fetch, Node 20's built-in fetch through
 // installGlobal, and composition with undici's dns, redirect and deduplicate interceptors and
-// MockAgent. The last part ports the behaviours of undici's own retry interceptor tests
-// (nodejs/undici test/interceptors/retry.js), each difference named where stormproof differs.
+// MockAgent, HTTP/2 resets from a real h2c server. The last part ports undici's own retry tests
+// (nodejs/undici test/interceptors/retry.js and test/retry-handler.js), each difference named
+// where stormproof differs. Resuming broken bodies: test/undici-resume.test.ts.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
