@@ -8,6 +8,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import * as undici from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BreakerRegistry } from '../src/core/breaker/registry.js';
@@ -323,6 +324,40 @@ describe('a broken body is resumed with Range and If-Match', () => {
     expect(seen.get(path)).toHaveLength(2);
     // Beyond the pause that holds each head while the engine decides, the reader's own.
     expect(pauses[1]).toBeGreaterThan(1);
+  });
+
+  it("a gzip body with undici's decompress interceptor outside stormproof: the wire bytes are resumed", async () => {
+    const gzipped = gzipSync(BODY);
+    const cutAt = Math.floor(gzipped.length / 2);
+    const path = script(
+      '/gzip',
+      (_req, res) => {
+        res.writeHead(200, {
+          'content-encoding': 'gzip',
+          'content-length': String(gzipped.length),
+          etag: ETAG,
+        });
+        res.write(gzipped.subarray(0, cutAt), () => setTimeout(() => res.destroy(), 20));
+      },
+      (req, res) => {
+        const from = Number(/^bytes=(\d+)-/.exec(req.headers.range ?? '')?.[1]);
+        res
+          .writeHead(206, {
+            'content-encoding': 'gzip',
+            'content-range': `bytes ${from}-${gzipped.length - 1}/${gzipped.length}`,
+            etag: ETAG,
+          })
+          .end(gzipped.subarray(from));
+      },
+    );
+    const agent = new Agent();
+    agents.push(agent);
+    // decompress called first (last in the list): stormproof counts the bytes as they came.
+    const d = agent.compose(interceptor(FAST), undici.interceptors.decompress());
+    const got = await read(d, path);
+    expect(got.error).toBeUndefined();
+    expect(hash(got.bytes)).toBe(hash(BODY));
+    expect(ranges(path)[1]).toEqual([`bytes=${cutAt}-${gzipped.length - 1}`, ETAG]);
   });
 
   it('a 200 of unknown length (chunked) is resumed open-ended and ends where the 206 says', async () => {
