@@ -430,6 +430,20 @@ describe('an answer that does not continue the same bytes ends the body with an 
     expect(got.bytes.equals(BODY.subarray(0, got.bytes.length))).toBe(true);
   });
 
+  it('a resumed part that ends before its Content-Range end: BodyResumeError, not a short body', async () => {
+    const path = script('/too-short', cut(CUT), (req, res) => {
+      const from = Number(/^bytes=(\d+)-/.exec(req.headers.range ?? '')?.[1]);
+      res.writeHead(206, { 'content-range': `bytes ${from}-${LAST}/${BODY.length}`, etag: ETAG });
+      res.end(BODY.subarray(from, from + 1000));
+    });
+    const got = await read(through(FAST), path);
+    expect(got.error).toBeInstanceOf(BodyResumeError);
+    expect(got.error!.message).toMatch(`ended at byte ${CUT + 1000}, before the end`);
+    // What the reader got before the error is the body's start (a stream that errors may drop
+    // what it had buffered and not yet handed out).
+    expect(got.bytes.equals(BODY.subarray(0, got.bytes.length))).toBe(true);
+  });
+
   const never: [string, Record<string, string>][] = [
     ['a weak ETag', { etag: 'W/"v1"' }],
     ['no ETag', {}],
