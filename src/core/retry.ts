@@ -255,10 +255,14 @@ class Call<T> implements Deadline, AbortWatcher {
     deadlineList(policy.clock, call?.deadlineMs ?? policy.deadlineMs).add(this, startedAt);
     const signal = call?.signal;
     if (signal !== undefined) watchAbort(signal, this);
-    if (callChannel.hasSubscribers) {
-      callChannel.publish({ type: 'start', call: this.callRef(), atMs: startedAt });
-    }
+    // Out of line, as every report here: the code a report builds would make the hot function
+    // too large for V8 to inline, a cost paid with nobody subscribed (bench/instrument.mjs).
+    if (callChannel.hasSubscribers) this.publishStart();
     this.runAttempt(1);
+  }
+
+  private publishStart(): void {
+    callChannel.publish({ type: 'start', call: this.callRef(), atMs: this.startedAt });
   }
 
   /** The seldom-used part, made on first need. */
@@ -478,22 +482,25 @@ class Call<T> implements Deadline, AbortWatcher {
       emit(policy.onSuccess, event);
       emit(call?.onSuccess, event);
     }
-    if (callChannel.hasSubscribers) {
-      const now = policy.clock.now();
-      callChannel.publish({
-        type: 'end',
-        call: this.callRef(),
-        outcome: 'success',
-        reason: undefined,
-        attempts: scope.attempt,
-        totalDelayMs: more?.state?.totalDelayMs ?? 0,
-        elapsedMs: now - this.startedAt,
-        hedges: more?.hedges?.sent ?? 0,
-        error: undefined,
-        atMs: now,
-      });
-    }
+    if (callChannel.hasSubscribers) this.publishSuccess(scope);
     this.resolve(value);
+  }
+
+  private publishSuccess(scope: AttemptScope): void {
+    const more = this.more;
+    const now = this.policy.clock.now();
+    callChannel.publish({
+      type: 'end',
+      call: this.callRef(),
+      outcome: 'success',
+      reason: undefined,
+      attempts: scope.attempt,
+      totalDelayMs: more?.state?.totalDelayMs ?? 0,
+      elapsedMs: now - this.startedAt,
+      hedges: more?.hedges?.sent ?? 0,
+      error: undefined,
+      atMs: now,
+    });
   }
 
   private failed(scope: AttemptScope, failure: Failure, outcome: AttemptOutcome): void {
@@ -788,33 +795,41 @@ export function execute<T>(
 ): Promise<T> {
   const startedAt = callTime(policy.clock);
   const signal = call?.signal;
-  if (signal?.aborted) {
-    const reason = signal.reason;
-    const report: RetryReport = { reason: 'aborted', attempts: 0, totalDelayMs: 0, elapsedMs: 0 };
-    setReport(reason, report);
-    emitGiveUp(policy, call, { ...report, error: reason });
-    if (callChannel.hasSubscribers) {
-      const ref = callRef(policy.name);
-      callChannel.publish({ type: 'start', call: ref, atMs: startedAt });
-      callChannel.publish({
-        type: 'end',
-        call: ref,
-        outcome: 'failure',
-        reason: 'aborted',
-        attempts: 0,
-        totalDelayMs: 0,
-        elapsedMs: 0,
-        hedges: 0,
-        error: reason,
-        atMs: startedAt,
-      });
-    }
-    return Promise.reject(reason);
-  }
+  // Out of line: the entry point stays small enough for V8 to inline on the success path.
+  if (signal?.aborted) return rejectAborted(policy, call, signal.reason, startedAt);
   policy.budget?.recordRequest(startedAt);
   const promise = new Promise<T>(capture);
   new Call(policy, operation, call, check, unrepeatable, startedAt);
   return promise;
+}
+
+/** A call whose signal had aborted before it started: no attempt, reported as given up. */
+function rejectAborted(
+  policy: ResolvedPolicy,
+  call: CallOptions | undefined,
+  reason: unknown,
+  startedAt: number,
+): Promise<never> {
+  const report: RetryReport = { reason: 'aborted', attempts: 0, totalDelayMs: 0, elapsedMs: 0 };
+  setReport(reason, report);
+  emitGiveUp(policy, call, { ...report, error: reason });
+  if (callChannel.hasSubscribers) {
+    const ref = callRef(policy.name);
+    callChannel.publish({ type: 'start', call: ref, atMs: startedAt });
+    callChannel.publish({
+      type: 'end',
+      call: ref,
+      outcome: 'failure',
+      reason: 'aborted',
+      attempts: 0,
+      totalDelayMs: 0,
+      elapsedMs: 0,
+      hedges: 0,
+      error: reason,
+      atMs: startedAt,
+    });
+  }
+  return Promise.reject(reason);
 }
 
 function emitGiveUp(policy: RetryHooks, call: RetryHooks | undefined, event: GiveUpEvent) {
