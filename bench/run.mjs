@@ -4,11 +4,14 @@
 // rewrites just that section of docs/benchmarks.md. `--only engine` (`--runs N` processes,
 // default 3) measures the engine alone (success path, retry path, heap) and rewrites those
 // sections, the engine's rows of the Targets table and its line of what they are up against.
+// `--only instrument` and `--only fetch-runtimes` (Node 20, 22 and 24; `npm ci --prefix
+// test/runtimes` first) rewrite their section and their row of the Targets table.
 import { readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { cliStartupSection } from './cli-startup.mjs';
 import { ENGINE_TARGET_PREFIXES, engineSections, measureRuns, summarize } from './engine.mjs';
+import { fetchRuntimesSection } from './fetch-runtimes.mjs';
 import { herdSection } from './herd.mjs';
 import { herdCountedSection } from './herd-counted.mjs';
 import { herdVsPythonSection } from './herd-vs-python.mjs';
@@ -27,6 +30,7 @@ const SECTIONS = {
   map: '## stormproof map',
   engine: '## Success path',
   instrument: '## Event source with nobody subscribed',
+  'fetch-runtimes': '## stormproof/fetch on each Node',
 };
 if (only !== undefined && !(only in SECTIONS)) {
   throw new Error(
@@ -88,35 +92,51 @@ if (only === 'engine') {
   process.exit(process.exitCode ?? 0);
 }
 
-if (only === 'instrument') {
-  const measured = instrumentSection({ smoke });
-  if (smoke) {
-    process.stdout.write(`${measured.row}\n\n${measured.section}`);
-    process.exit(process.exitCode ?? 0);
-  }
+/**
+ * Writes a section measured alone into docs/benchmarks.md (replaced, or added before `before`
+ * the first time) and its row of the Targets table (replaced by `rowPrefix`, or added last).
+ */
+function writeSectionAndRow(measured, { heading, before, rowPrefix }) {
   let doc = readFileSync(docs, 'utf8');
-  const at = doc.indexOf(SECTIONS.instrument);
+  const at = doc.indexOf(heading);
   if (at >= 0) {
     const next = doc.indexOf('\n## ', at + 1);
     doc = `${doc.slice(0, at)}${measured.section.trimEnd()}\n${next < 0 ? '' : doc.slice(next)}`;
   } else {
-    // First time: after the fetch section, before the herd's.
-    const herdAt = doc.indexOf('\n## Herd outcomes');
-    if (herdAt < 0) throw new Error('docs/benchmarks.md has no "## Herd outcomes" section');
-    doc = `${doc.slice(0, herdAt + 1)}${measured.section.trimEnd()}\n${doc.slice(herdAt)}`;
+    const beforeAt = doc.indexOf(`\n${before}`);
+    if (beforeAt < 0) throw new Error(`docs/benchmarks.md has no "${before}" section`);
+    doc = `${doc.slice(0, beforeAt + 1)}${measured.section.trimEnd()}\n${doc.slice(beforeAt)}`;
   }
-  // Its row of the Targets table, replaced or added at the table's end.
   const lines = doc.split('\n');
   const header = lines.indexOf('| target | measured | met? |');
   if (header < 0) throw new Error('docs/benchmarks.md has no Targets table');
   let last = header + 2;
   while (last < lines.length && lines[last].startsWith('|')) last++;
-  const old = lines.findIndex((l, i) => i > header && i < last && l.startsWith('| event source'));
+  const old = lines.findIndex((l, i) => i > header && i < last && l.startsWith(rowPrefix));
   if (old >= 0) lines[old] = measured.row;
   else lines.splice(last, 0, measured.row);
   writeFileSync(docs, lines.join('\n'));
+}
+
+if (only === 'instrument' || only === 'fetch-runtimes') {
+  const measured =
+    only === 'instrument' ? instrumentSection({ smoke }) : fetchRuntimesSection({ smoke });
+  if (smoke) {
+    process.stdout.write(`${measured.row}\n\n${measured.section}`);
+    process.exit(process.exitCode ?? 0);
+  }
+  writeSectionAndRow(
+    measured,
+    only === 'instrument'
+      ? { heading: SECTIONS.instrument, before: '## Herd outcomes', rowPrefix: '| event source' }
+      : {
+          heading: SECTIONS['fetch-runtimes'],
+          before: '## Event source with nobody subscribed',
+          rowPrefix: "| stormproof/fetch's own cost",
+        },
+  );
   process.stdout.write(
-    `${measured.row}\n\n${measured.section}\nwrote the instrument section of ${docs}\n`,
+    `${measured.row}\n\n${measured.section}\nwrote the ${only} section of ${docs}\n`,
   );
   process.exit(process.exitCode ?? 0);
 }
@@ -162,6 +182,10 @@ for (const [name, s] of Object.entries(fetchRates)) {
     `| ${name} | ${s.median.toFixed(0)} | ${((s.median / fetchRates['bare fetch'].median) * 100).toFixed(1)}% | ${s.min.toFixed(0)} to ${s.max.toFixed(0)} |`,
   );
 }
+
+process.stderr.write('fetch on Node 20, 22 and 24\n');
+const fetchRuntimes = fetchRuntimesSection({ smoke });
+targetLines.push(fetchRuntimes.row);
 
 process.stderr.write('event source: nobody subscribed against compiled out\n');
 const instrument = instrumentSection({ smoke });
@@ -209,6 +233,7 @@ Interleaved rounds of 1.5 s each; the server answers a small JSON body with keep
 
 ${fetchLines.join('\n')}
 
+${fetchRuntimes.section}
 ${instrument.section}
 ${herd}
 ${python.markdown}
