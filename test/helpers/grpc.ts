@@ -91,7 +91,8 @@ export class ScriptedServer {
     return this;
   }
 
-  async start(): Promise<this> {
+  /** Binds 127.0.0.1 at `port` (0: one the system picks). */
+  async start(port = 0): Promise<this> {
     this.server.addService(definition, {
       Unary: (call: ServerUnaryCall<Json, Json>, callback: sendUnaryData<Json>) => {
         const step = this.record('Unary', call.metadata, call.request, []);
@@ -135,12 +136,12 @@ export class ScriptedServer {
         });
       },
     });
-    const port = await new Promise<number>((resolve, reject) => {
-      this.server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) =>
-        error ? reject(error) : resolve(bound),
+    const bound = await new Promise<number>((resolve, reject) => {
+      this.server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (error, at) =>
+        error ? reject(error) : resolve(at),
       );
     });
-    this.address = `127.0.0.1:${port}`;
+    this.address = `127.0.0.1:${bound}`;
     return this;
   }
 
@@ -198,8 +199,31 @@ export class ScriptedServer {
   }
 }
 
-export async function startServer(): Promise<ScriptedServer> {
-  return new ScriptedServer().start();
+/** Every address a server of this process was given: see `startServer`. */
+const usedAddresses = new Set<string>();
+
+/**
+ * Starts a server on an address no earlier server of this process had. grpc-js keeps its A6 retry
+ * throttle per target for the life of the process, and a new channel to a target carries the old
+ * throttle's tokens over (internal-channel.js, RETRY_THROTTLER_MAP): a port the system hands out
+ * again would start a test with an earlier test's tokens. `firstPort` is tried first (for the
+ * test of this rule), then ports the system picks.
+ */
+export async function startServer(firstPort = 0): Promise<ScriptedServer> {
+  const taken: ScriptedServer[] = [];
+  try {
+    for (let tries = 0; tries < 20; tries++) {
+      const server = await new ScriptedServer().start(tries === 0 ? firstPort : 0);
+      if (!usedAddresses.has(server.address)) {
+        usedAddresses.add(server.address);
+        return server;
+      }
+      taken.push(server); // held until a fresh one is found, so the system cannot give it again
+    }
+    throw new Error('no fresh loopback address in 20 tries');
+  } finally {
+    await Promise.all(taken.map((server) => server.stop()));
+  }
 }
 
 export const EchoClient = class extends Client {};
