@@ -756,7 +756,8 @@ async function send(
     // Without hedging, each attempt sends one copy and this is its attempt number.
     const sendNumber = ++copies;
     const hedge = context.hedge ?? 0;
-    const attemptInit: RequestInit = { ...init, signal };
+    // (Spreading an absent init costs more than making the object.)
+    const attemptInit: RequestInit = init === undefined ? { signal } : { ...init, signal };
     if (sendNumber > 1 && settings.attemptHeader !== undefined) {
       const retryHeaders = new Headers(headers);
       retryHeaders.set(settings.attemptHeader, String(sendNumber));
@@ -801,8 +802,11 @@ async function send(
       (failure as { status?: unknown }).status === 409,
   };
 
+  // Read once: both the breaker and the budget are the origin's.
+  const origin =
+    settings.breakers !== undefined || settings.origins !== undefined ? originOf(url) : '';
   const call: CallOptions = { signal: callerSignal };
-  if (settings.breakers !== undefined) call.breaker = settings.breakers.get(originOf(url));
+  if (settings.breakers !== undefined) call.breaker = settings.breakers.get(origin);
   const { onRetry, onGiveUp, onSuccess } = settings.hooks;
   if (onRetry !== undefined || onGiveUp !== undefined || onSuccess !== undefined) {
     let about: { method: string; url: string } | undefined;
@@ -830,7 +834,7 @@ async function send(
   }
 
   try {
-    const policy = policyFor(settings.policy, settings.origins, originOf(url), hedgeable);
+    const policy = policyFor(settings.policy, settings.origins, origin, hedgeable);
     const response = await execute(policy, operation, call, check, unrepeatable);
     // The caller keeps this response: its link now lasts as long as the response does.
     links?.delete(response);
