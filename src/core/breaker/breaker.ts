@@ -316,7 +316,7 @@ export class CircuitBreaker {
     }
     if (!this.#busy) {
       const token = newToken();
-      this.#talk(this.#o.store!.claimProbe(this.key, this.#rules!, token), (shared) => {
+      this.#talk(this.#o.store!.claimProbe(this.key, this.#rules!, token), now, (shared) => {
         if (shared.granted) {
           this.#lease = token;
           this.#granted = true;
@@ -344,8 +344,9 @@ export class CircuitBreaker {
 
   /**
    * Sends the outcomes not yet reported, when due: at once for a failure or a reset (they change
-   * the fleet's count), else when the local copy is older than `syncMs` (`stale`), and only if
-   * a call was admitted since the last round trip began: a call costs at most one round trip (a
+   * the fleet's count), else when the local copy is older than `syncMs` (`stale`; its age counts
+   * from when the round trip that brought it began), and only if a call was admitted since the
+   * last round trip began: a call costs at most one round trip (a
    * failure whose call already started one goes with the next call), and a healthy closed
    * breaker one per `syncMs` at most.
    */
@@ -365,15 +366,17 @@ export class CircuitBreaker {
     this.#pendingFailures = 0;
     this.#pendingSuccesses = 0;
     // Failures recorded while this report was out are sent as soon as it returns.
-    this.#talk(this.#o.store!.report(this.key, this.#rules!, report), () => {
+    this.#talk(this.#o.store!.report(this.key, this.#rules!, report), now, () => {
       queueMicrotask(() => this.#flush(true));
     });
   }
 
   #settle(lease: string, outcome: BreakerOutcome): void {
-    if (!this.#fleetDecides(this.#o.clock.now())) return;
+    const now = this.#o.clock.now();
+    if (!this.#fleetDecides(now)) return;
     this.#talk(
       this.#o.store!.settleProbe(this.key, this.#rules!, lease, outcome, this.#o.random()),
+      now,
       undefined,
       true,
     );
@@ -387,11 +390,13 @@ export class CircuitBreaker {
 
   /**
    * Runs one store call in the background (never awaited by a call): adopts the fleet's state
-   * it returns, and on failure goes on alone and says so. `always` runs even while another call
-   * is in flight (a probe's outcome must not be dropped).
+   * it returns, and on failure goes on alone and says so. `startedAt` is the clock read before
+   * the call was made. `always` runs even while another call is in flight (a probe's outcome
+   * must not be dropped).
    */
   #talk<T extends SharedBreakerState>(
     call: Promise<T>,
+    startedAt: number,
     then?: (shared: T) => void,
     always = false,
   ): void {
@@ -400,7 +405,11 @@ export class CircuitBreaker {
     call.then(
       (shared) => {
         if (!always) this.#busy = false;
-        this.#syncedAt = this.#o.clock.now();
+        // The answer holds the store's state as of some moment after the call began, so the
+        // copy's age counts from then. Counted from the answer's arrival, a late answer (a slow
+        // way back, or a process descheduled before this continuation ran) would put the next
+        // sync off by that lateness, past "seen within syncMs plus a round trip".
+        this.#syncedAt = startedAt;
         if (!this.#storeUp) {
           // Back after an outage: the outcomes counted meanwhile were acted on locally and are
           // stale now; the fleet's state wins.

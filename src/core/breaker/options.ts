@@ -147,8 +147,9 @@ export interface BreakerOptions {
   store?: BreakerStore | undefined;
   /**
    * With a store, how old the local copy of the fleet's state may get before a call (admitted or
-   * ended) brings a fresh one (one round trip, in the background). A trip elsewhere in the fleet
-   * is seen within about this long plus a round trip by a process that keeps calling.
+   * ended) brings a fresh one (one round trip, in the background); a copy's age counts from when
+   * the round trip that brought it began. A trip elsewhere in the fleet is seen within about this
+   * long plus a round trip by a process that keeps calling.
    * @default 50
    * @example
    * ```ts
