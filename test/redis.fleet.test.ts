@@ -72,9 +72,10 @@ const SYNC_MS = 50; // the registry's default syncMs
  * `by` (read after Redis answered) as soon as the sync rule lets it, judged against the process's
  * own calls and round trips rather than wall time (fifty processes on two cores run their timers
  * late): a round trip out in between may or may not carry the change; the first one started
- * after `by` began at the first call that found the copy `SYNC_MS` old, and the first call after
- * the round trip that carried the change was refused as `refused` says. Returns the wall-clock
- * delay from `by`, or what went wrong.
+ * after `by` began at the first call that found the copy `SYNC_MS` old (its age counted from when
+ * the round trip that brought it began), and the first call after the round trip that carried
+ * the change was refused as `refused` says. Returns the wall-clock delay from `by`, or what went
+ * wrong.
  */
 function seenAtNextSync(
   r: Report,
@@ -90,15 +91,20 @@ function seenAtNextSync(
     // (The window starts at the last report; without a sync in it, when one was due is unknown.
     // After a failed round trip the breaker rightly waits a while before it talks again.)
     if (trip.start > by && answered.length > 0 && !ended.some((t) => !t.ok && t.end! > syncedAt)) {
-      // Due at the first call that finds the copy SYNC_MS old. Two calls of slack: the breaker
-      // stamps the answer on its own clock a moment after this process saw it (a fraction of a
-      // millisecond can push the due call to the next one), and a timer delayed on a busy machine
-      // runs the next call soon after; 2 ms as a call's time is read before it records. The sync
-      // after this one would be SYNC_MS (five calls) later, so this still pins "the next sync".
-      const due = r.stats.log.findIndex((c) => c.at >= syncedAt + SYNC_MS);
+      // Due at the first call after the last answer that finds the copy SYNC_MS old, its age
+      // counted from when the round trip that brought it began: the breaker reads its clock just
+      // before it calls the store and this process just after, so the copy is never younger than
+      // judged here, however late the answer reached the breaker (a process descheduled between
+      // the answer and the breaker's continuation, tens of ms at load). Two calls of slack: a
+      // call's time is read after its admission (and in whole ms, against the breaker's
+      // performance.now()), and a timer delayed on a busy machine runs the next call soon after;
+      // 2 ms as a call's time is read before it records. The sync after this one would be SYNC_MS
+      // (five calls) later, so this still pins "the next sync".
+      const last = answered.find((t) => t.end === syncedAt)!;
+      const due = r.stats.log.findIndex((c) => c.at > syncedAt && c.at >= last.start + SYNC_MS);
       const latest = due === -1 ? undefined : r.stats.log[due + 2];
       if (latest !== undefined && trip.start > latest.at + 2) {
-        const near = r.stats.trips.filter((t) => t.start >= syncedAt - 100);
+        const near = r.stats.trips.filter((t) => t.start >= last.start - 100);
         return `a sync due at ${r.stats.log[due]!.at} started at ${trip.start}; trips ${JSON.stringify(near)}`;
       }
     }
