@@ -34,6 +34,7 @@ interface Report {
   roundTrips: number;
   events: Array<{ type: string; at: number }>;
   state: string;
+  shared: boolean;
 }
 
 let port = 0;
@@ -66,6 +67,10 @@ function ask(child: ChildProcess): Promise<Report> {
 const reportAll = () => Promise.all(fleet.map(ask));
 
 const SYNC_MS = 50; // the registry's default syncMs
+const STORE_RETRY_MS = 1000; // a breaker whose store call failed tries it again this much later
+
+/** The delay after which a process saw the change; what went wrong; or when it went alone. */
+type Seen = number | string | { alone: number };
 
 /**
  * Checks that a process saw a change made in Redis between `from` (read before it was sent) and
@@ -75,16 +80,13 @@ const SYNC_MS = 50; // the registry's default syncMs
  * after `by` began at the first call that found the copy `SYNC_MS` old (its age counted from when
  * the round trip that brought it began), and the first call after the round trip that carried
  * the change was refused as `refused` says. Returns the wall-clock delay from `by`, or what went
- * wrong.
+ * wrong, or (when no answer brought the change) when the store failed for this process after its
+ * last answer, if it said so: it then rightly decides alone until it tries again.
  */
-function seenAtNextSync(
-  r: Report,
-  from: number,
-  by: number,
-  refused: (c: Call) => boolean,
-): number | string {
+function seenAtNextSync(r: Report, from: number, by: number, refused: (c: Call) => boolean): Seen {
   for (const trip of r.stats.trips.filter((t) => t.end === null || t.end > from)) {
     if (trip.end === null) return 'a round trip since the change never answered';
+    if (!trip.ok) continue; // failed (for the breaker too): it brought nothing
     const ended = r.stats.trips.filter((t) => t.end !== null && t.end <= trip.start);
     const answered = ended.filter((t) => t.ok);
     const syncedAt = Math.max(...answered.map((t) => t.end!));
@@ -114,6 +116,10 @@ function seenAtNextSync(
     if (trip.start > by)
       return `the call after the answer was not refused: ${JSON.stringify(next)}`;
   }
+  const answeredAt = Math.max(...r.stats.trips.filter((t) => t.ok).map((t) => t.end!));
+  const failed = r.stats.trips.find((t) => !t.ok && t.end !== null && t.end > answeredAt);
+  const said = r.events.some((e) => e.type === 'unavailable' && e.at >= answeredAt);
+  if (failed !== undefined && said) return { alone: failed.end! };
   return 'no round trip since the change';
 }
 
@@ -122,11 +128,16 @@ function expectSeenByAll(
   from: number,
   by: number,
   refused: (c: Call) => boolean,
+  mayGoAlone: boolean,
 ): void {
   const seen = reports.map((r) => seenAtNextSync(r, from, by, refused));
   const delays = seen.filter((d): d is number => typeof d === 'number');
-  console.log(`seen after ${Math.min(...delays)} to ${Math.max(...delays)} ms of wall time`);
+  const alone = seen.filter((d) => typeof d === 'object');
+  console.log(
+    `seen after ${Math.min(...delays)} to ${Math.max(...delays)} ms of wall time; ${alone.length} deciding alone after a store call failed`,
+  );
   expect(seen.filter((d) => typeof d === 'string')).toEqual([]);
+  if (!mayGoAlone) expect(alone).toEqual([]);
 }
 const tell = (m: object) => {
   for (const c of fleet) c.send(m);
@@ -216,7 +227,10 @@ describe('a breaker shared by 50 processes through Redis', () => {
     const openedBy = Date.now();
     expect(opened.state).toBe('open');
     await sleep(300);
-    expectSeenByAll(await reportAll(), trippedAt, openedBy, (c) => !c.admitted);
+    // A process whose store call failed (no answer within the fixture's 200 ms, on a loaded
+    // machine) decides alone until it tries again a second later, and this trip's open period
+    // (200-400 ms) may be over by then: it may miss it, having said so.
+    expectSeenByAll(await reportAll(), trippedAt, openedBy, (c) => !c.admitted, true);
   });
 
   it('exactly one half-open probe per open period across the fleet', async () => {
@@ -247,14 +261,16 @@ describe('a breaker shared by 50 processes through Redis', () => {
   });
 
   it('keeps working on local state while Redis is down, says so, and shares again once it is back', async () => {
-    await reportAll();
+    const before = await reportAll();
     await stopServer();
     await sleep(300);
     tell({ type: 'health', ok: false }); // every process trips on its own
     await sleep(600);
     const down = await reportAll();
-    for (const r of down) {
-      expect(r.events.some((e) => e.type === 'unavailable')).toBe(true);
+    for (const [i, r] of down.entries()) {
+      // Says so, unless a store call had already failed for it (it said so then, and waits a
+      // second before it tries again).
+      expect(r.events.some((e) => e.type === 'unavailable') || !before[i]!.shared).toBe(true);
       expect(r.stats.calls).toBeGreaterThan(5); // calls go on: none waits for the store
       expect(r.stats.rejected.length).toBeGreaterThan(0); // the local breaker opened
     }
@@ -271,12 +287,15 @@ describe('a breaker shared by 50 processes through Redis', () => {
     const isolatedAt = Date.now();
     await parent.breaker.isolate();
     const isolatedBy = Date.now();
-    await sleep(300);
+    // Long enough for a process whose store call failed to try again: isolated until the reset,
+    // the key must reach every process.
+    await sleep(300 + STORE_RETRY_MS + 300);
     expectSeenByAll(
       await reportAll(),
       isolatedAt,
       isolatedBy,
       (c) => !c.admitted && c.retryAfterMs === null,
+      false,
     );
     await parent.breaker.reset();
   });
