@@ -346,9 +346,8 @@ export class CircuitBreaker {
    * Sends the outcomes not yet reported, when due: at once for a failure or a reset (they change
    * the fleet's count), else when the local copy is older than `syncMs` (`stale`; its age counts
    * from when the round trip that brought it began), and only if a call was admitted since the
-   * last round trip began: a call costs at most one round trip (a
-   * failure whose call already started one goes with the next call), and a healthy closed
-   * breaker one per `syncMs` at most.
+   * last round trip began: a call costs at most one round trip (a failure whose call already
+   * started one goes with the next call), and a healthy closed breaker one per `syncMs` at most.
    */
   #flush(onlyUrgent: boolean): void {
     if (this.#busy || !this.#calledSinceTalk) return;
