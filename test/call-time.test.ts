@@ -151,7 +151,9 @@ describe('calls share a clock reading within coarseMs', () => {
           expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
         },
       ),
-      { numRuns: 150 },
+      // Found by CI (seed 1922624176): a window held open, closed by a call's failure, and
+      // ending at the same instant a new window begins.
+      { numRuns: 150, examples: [[[0, 10, 40, 33, 7, 19, 15, 4, 0], 8, 1, 37]] },
     );
   });
 

@@ -60,6 +60,9 @@ class SharedReading {
     }
     restartFrom(this.clock, startedAt, nowMs);
     this.at = nowMs;
+    // The window's timer may fire at this same instant (a virtual clock): a window begun then
+    // must not take these restarted calls for its own, as after a restart in `stale`.
+    this.restartedAt = nowMs;
     return nowMs;
   }
 
