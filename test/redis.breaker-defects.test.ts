@@ -154,4 +154,21 @@ describe('a breaker shared through a real redis-server', () => {
     // Within the round-trip budget: one round trip per call at most.
     expect(y.link.started).toBeLessThanOrEqual(3);
   });
+
+  it('an answer that arrived while the event loop was blocked beats the timeout', async () => {
+    // On a busy machine the loop can be held past `timeoutMs` while Redis answers in time; the
+    // timeout used to fire first (timers run before sockets are read) and the process decided
+    // alone, with the answer waiting in its socket.
+    const store = createRedisBreakerStore({
+      client,
+      prefix: `defects-${++prefixes}:`,
+      timeoutMs: 20,
+    });
+    const answer = store.report('api', rules(OPEN_MS), fiveFailures);
+    // The client writes the command in a setImmediate of its own, queued before this one.
+    await new Promise((resolve) => setImmediate(resolve));
+    const blockedUntil = Date.now() + 300;
+    while (Date.now() < blockedUntil); // Redis answers meanwhile; the 20 ms timer is due
+    await expect(answer).resolves.toMatchObject({ state: 'open' });
+  });
 });

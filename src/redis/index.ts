@@ -152,10 +152,15 @@ export function createRedisBreakerStore(options: RedisBreakerStoreOptions): Brea
     const keys = [`${prefix}{${key}}`, `${prefix}{${key}}:probe`];
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`stormproof: Redis did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
+      // Timers run before the event loop reads its sockets: after a blocked loop the timeout
+      // would fire ahead of an answer already waiting there. It rejects one turn later, so an
+      // answer that arrived in time wins.
+      timer = setTimeout(() => {
+        timer = setTimeout(
+          () => reject(new Error(`stormproof: Redis did not answer within ${timeoutMs} ms`)),
+          0,
+        );
+      }, timeoutMs);
     });
     const call = async () => {
       try {
