@@ -85,6 +85,8 @@ const SLOWER_AFTER_FALLS = 3;
 const GAIN_ROUNDS = 2;
 /** Queueing must stand this many of an unqueued round's standard errors above the floor. */
 const SPREAD_Z = 1.5;
+/** A round this many times slower than its requests in flight can queue: the floor is wrong. */
+const BEYOND_QUEUEING = 1.25;
 /** How much of an unqueued round's latency enters the unloaded latency. */
 const FLOOR_SMOOTHING = 0.25;
 
@@ -112,7 +114,8 @@ function count(owner: string, name: string, value: unknown, fallback: number, mi
  *   runs again. Where the headroom is under a tenth, one round in 16 probes a quarter higher.
  * - The unloaded latency is the mean of startup's rounds below the knee, then of rounds in
  *   which nothing queued; three falls of the estimate in a row mean the service got slower, and
- *   its latency then is the new unloaded one.
+ *   its latency then is the new unloaded one. So does a round slower than its requests in
+ *   flight could make it by queueing (n in flight: n service times), past its noise.
  */
 export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   const owner = 'server limit (knee)';
@@ -197,6 +200,16 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       startupSquares += latencySquares;
       startupCount += samples;
       floor = startupSum / startupCount;
+    } else if (seen > BEYOND_QUEUEING * Math.max(1, inflight) * floor) {
+      // With n of ours in flight, queueing behind each other in a first-come pool can make a
+      // request take at most n service times (n - 1 ahead of it, each at most one service time,
+      // on average for a spread-out one too). A round slower than that past its noise was not
+      // queueing: the unloaded latency is wrong (a lucky first few requests of a service whose
+      // latency spreads widely, or a service that got slower at every load). It is the round's.
+      // Waiting for three falls instead took 3 rounds of 16 at a limit of 2: seconds behind a
+      // 200 ms service, shedding most of its load all along.
+      floor = latency;
+      falls = 0;
     } else if (soloCount > 0) {
       // Requests that started with none of ours ahead of them could not queue behind ours: their
       // latency is the unloaded one as it is now (a cache gone cold, a slower replica), measured
