@@ -279,7 +279,7 @@ export const INTERCEPTOR_OPTION_KEYS: readonly string[] = [
   ...OWN_KEYS,
 ];
 
-export interface Hooks {
+interface Hooks {
   readonly onRetry: InterceptorOptions['onRetry'];
   readonly onGiveUp: InterceptorOptions['onGiveUp'];
   readonly onSuccess: InterceptorOptions['onSuccess'];
