@@ -7,6 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  AttemptTimeoutError,
   type CallMessage,
   channels,
   createRetryPolicy,
@@ -16,7 +17,7 @@ import {
   retry,
   systemClock,
 } from '../src/index.js';
-import { ManualClock } from './helpers/clocks.js';
+import { httpError, ManualClock } from './helpers/clocks.js';
 
 /** A ManualClock whose readings calls may share for `coarseMs`. */
 function coarseClock(coarseMs: number, lateMs: number): ManualClock & { coarseMs: number } {
@@ -119,6 +120,48 @@ describe('calls share a clock reading within coarseMs', () => {
     expect(out.map((c) => [c.startedAt, c.settledAt])).toEqual([[0, 142]]);
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
   });
+
+  // Only a late clock holds a window open (on an exact one its timer fires at coarseMs, before
+  // any failure can come 2 x coarseMs after the reading), so only late clocks are tried.
+  for (const lateMs of [20, 37]) {
+    it(`a window held open restarts first-attempt timeouts behind a later attempt's (clock ${lateMs} ms late)`, async () => {
+      const clock = coarseClock(5, lateMs);
+      const options = { clock, deadlineMs: 1000, attemptTimeoutMs: 100, budget: false as const };
+      const hang = ({ signal }: { signal: AbortSignal }) =>
+        new Promise<never>((_, reject) => {
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        });
+      let ended: { at: number; error: unknown } | undefined;
+      // t = 0: reads the clock; its first attempt's timeout counts from 0 for now.
+      const first = retry(hang, { ...options, maxAttempts: 1 }).catch((error: unknown) => {
+        ended = { at: clock.t, error };
+      });
+      await clock.advance(3);
+      // t = 3, same window: fails at once and is retried at once (random 0); its second
+      // attempt's timeout counts from 3 and goes into the list after the first call's.
+      const second = retry((c) => (c.attempt === 1 ? Promise.reject(httpError(503)) : hang(c)), {
+        ...options,
+        maxAttempts: 2,
+        random: () => 0,
+      }).catch(() => {});
+      await clock.advance(8);
+      // t = 11, same window: a failure 11 ms after the reading restarts the window's calls at 11,
+      // and the window's late timer (at 5 + lateMs) restarts them again there.
+      const third = retry(() => Promise.reject(httpError(503)), { ...options, maxAttempts: 1 });
+      await expect(third).rejects.toMatchObject({ status: 503 });
+      await clock.advance(1000);
+      await Promise.all([first, second]);
+      // The first call's attempt counts from the restart, as its deadline does: its timeout
+      // fires 100 ms after 5 + lateMs, late by lateMs.
+      expect(ended?.error).toBeInstanceOf(AttemptTimeoutError);
+      expect(ended?.at).toBe(5 + lateMs + 100 + lateMs);
+      expect(getRetryReport(ended?.error)).toMatchObject({
+        reason: 'max-attempts',
+        elapsedMs: 100 + lateMs,
+      });
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    });
+  }
 
   it('never settles more than the window after its own deadline, nor 2 x coarseMs before it', async () => {
     await fc.assert(

@@ -94,12 +94,37 @@ export class DeadlineList {
     }
   }
 
-  /** Its newest entries that started at `from` start at `to` (later than every entry). */
+  /**
+   * Its entries that started at `from` start at `to` (later than every entry), and move to the
+   * end of the list, in their order. They need not be its newest: a list of attempt timeouts
+   * also holds later attempts, which count from the clock read when they started, so one that
+   * started in the window can follow first attempts of that window. Stopping at it would leave
+   * the first attempts before it counting from `from`, the reading their calls no longer count
+   * from. Runs only when a window was held open, so the walk over the list is rare.
+   */
   restartFrom(from: number, to: number): void {
     const ring = this.ring;
-    for (let entry = ring.prevDeadline!; entry !== ring && entry.startedAt === from; ) {
-      entry.startedAt = to;
-      entry = entry.prevDeadline!;
+    const last = ring.prevDeadline!;
+    if (last === ring) return;
+    let entry = ring.nextDeadline!;
+    for (;;) {
+      const next = entry.nextDeadline!;
+      if (entry.startedAt === from) {
+        entry.startedAt = to;
+        if (entry !== ring.prevDeadline) {
+          // Unlink, then append: the list stays in the order of `startedAt`.
+          const prev = entry.prevDeadline!;
+          prev.nextDeadline = next;
+          next.prevDeadline = prev;
+          const tail = ring.prevDeadline!;
+          entry.prevDeadline = tail;
+          entry.nextDeadline = ring;
+          tail.nextDeadline = entry;
+          ring.prevDeadline = entry;
+        }
+      }
+      if (entry === last) return;
+      entry = next;
     }
   }
 
@@ -177,7 +202,7 @@ const lists = new WeakMap<Clock, Map<number, DeadlineList>>();
 
 /**
  * Entries of `clock`'s lists that started at `from` start at `to` instead (later than every
- * entry): they are the newest of each list, so each list keeps its order.
+ * entry), and move to the end of their list, so each list keeps its order.
  */
 export function restartFrom(clock: Clock, from: number, to: number): void {
   const byMs = lists.get(clock);
