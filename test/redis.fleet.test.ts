@@ -227,7 +227,7 @@ describe('a breaker shared by 50 processes through Redis', () => {
     const openedBy = Date.now();
     expect(opened.state).toBe('open');
     await sleep(300);
-    // A process whose store call failed (no answer within the fixture's 200 ms, on a loaded
+    // A process whose store call failed (no answer within the store's 500 ms, on a loaded
     // machine) decides alone until it tries again a second later, and this trip's open period
     // (200-400 ms) may be over by then: it may miss it, having said so.
     expectSeenByAll(await reportAll(), trippedAt, openedBy, (c) => !c.admitted, true);
