@@ -175,12 +175,13 @@ describe('node middleware under 5x overload (node:http)', () => {
     const retries = results.filter((r) => r.retry);
     const firsts = results.filter((r) => !r.retry);
     expect(retries.length).toBeGreaterThan(300);
-    // First attempts are served at least half again as often as retries (about 3.5 times on a
-    // quiet machine: 30 % against 8 %). A ratio, not a difference: on a busy machine the server
-    // serves less of the same load, both are shed more, and a gap of 10 points shrank to 8
-    // (retries served 12 %, first attempts 20 %: still 1.7 times).
+    // First attempts are served more often than retries: about 3.5 times as often on a quiet
+    // machine (30 % against 8 %), 1.3 to 1.7 times beside two CPU-bound processes (the server
+    // and this load share a starved event loop, and arrivals come in bursts), and 0.85 times
+    // with prioritizeFirstAttempts: false. A ratio, not a gap in points: under load both are
+    // shed more, and a gap of 10 points shrank to 8.
     const served = (xs: Result[]) => 1 - rate(xs);
-    expect(served(firsts)).toBeGreaterThan(1.5 * served(retries));
+    expect(served(firsts)).toBeGreaterThan(1.2 * served(retries));
   });
 
   it('answers before reading the body and closes the connection of a rejected upload', async () => {
