@@ -48,8 +48,11 @@ export const MAX_TIMER_MS = 2_147_483_647;
 // Looked up once: reading the global on every call costs a few nanoseconds on the success path.
 const platformPerformance = globalThis.performance;
 
-/** A real timer, chained past MAX_TIMER_MS. */
-function setTimer(ms: number, callback: () => void): () => void {
+/**
+ * A real timer, chained past MAX_TIMER_MS. With `unref`, it does not hold the process open
+ * (where the platform's timers can be unreferenced).
+ */
+function chainedTimer(ms: number, callback: () => void, unref: boolean): () => void {
   const end = platformPerformance.now() + ms;
   let timer: ReturnType<typeof setTimeout>;
   const wait = (left: number) => {
@@ -61,25 +64,31 @@ function setTimer(ms: number, callback: () => void): () => void {
       },
       Math.min(left, MAX_TIMER_MS),
     );
+    if (unref) (timer as { unref?: () => unknown }).unref?.();
   };
   wait(ms);
   return () => clearTimeout(timer);
 }
 
-/** Sleeps on a real timer; an abort clears the timer and removes the listener at once. */
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  if (signal?.aborted) return Promise.reject(signal.reason);
-  return new Promise((resolve, reject) => {
-    const onAbort = () => {
-      cancel();
-      reject(signal?.reason);
-    };
-    const cancel = setTimer(ms, () => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
+const setTimer = (ms: number, callback: () => void) => chainedTimer(ms, callback, false);
+const setUnrefTimer = (ms: number, callback: () => void) => chainedTimer(ms, callback, true);
+
+/** Sleeps on `setTimer`; an abort clears the timer and removes the listener at once. */
+function sleepOn(setTimer: (ms: number, callback: () => void) => () => void): Clock['sleep'] {
+  return (ms, signal) => {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const onAbort = () => {
+        cancel();
+        reject(signal?.reason);
+      };
+      const cancel = setTimer(ms, () => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      });
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+  };
 }
 
 /**
@@ -88,7 +97,19 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
  */
 export const systemClock: Clock = Object.freeze({
   now: () => platformPerformance.now(),
-  sleep,
+  sleep: sleepOn(setTimer),
   setTimer,
   coarseMs: 1,
+});
+
+/**
+ * The system clock's time, with timers that do not hold the process open: for an adapter whose
+ * waits must not keep a process alive (stormproof/undici's `unref: true`). No `coarseMs`: its
+ * calls read the clock each.
+ * @internal
+ */
+export const unrefSystemClock: Clock = Object.freeze({
+  now: systemClock.now,
+  sleep: sleepOn(setUnrefTimer),
+  setTimer: setUnrefTimer,
 });

@@ -2,7 +2,7 @@
 // the settings every request through it shares.
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
-import { type Clock, MAX_TIMER_MS, systemClock } from '../core/clock.js';
+import { unrefSystemClock } from '../core/clock.js';
 import type { HedgeOptions } from '../core/hedge.js';
 import {
   type GiveUpEvent,
@@ -306,42 +306,6 @@ export interface Settings {
   readonly check: ResultCheck<Attempt>;
 }
 
-/** A clock whose timers do not hold the process open (`unref: true`). */
-const unrefClock: Clock = Object.freeze({
-  now: systemClock.now,
-  setTimer: (ms: number, callback: () => void) => {
-    let timer: ReturnType<typeof setTimeout>;
-    const end = systemClock.now() + ms;
-    const arm = (left: number) => {
-      timer = setTimeout(
-        () => {
-          const rest = end - systemClock.now();
-          if (left > MAX_TIMER_MS && rest > 0) arm(rest);
-          else callback();
-        },
-        Math.min(left, MAX_TIMER_MS),
-      );
-      (timer as { unref?: () => unknown }).unref?.();
-    };
-    arm(ms);
-    return () => clearTimeout(timer);
-  },
-  sleep: (ms: number, signal?: AbortSignal) => {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        cancel();
-        reject(signal?.reason);
-      };
-      const cancel = unrefClock.setTimer!(ms, () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      });
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  },
-});
-
 function checkBoolean(name: string, value: unknown): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') {
@@ -381,7 +345,7 @@ export function resolveSettings(options: InterceptorOptions | undefined): Settin
       ...rest,
       deadlineMs: withDefault(rest, 'deadlineMs', INTERCEPTOR_DEADLINE_MS),
       budget: makeBudget === undefined ? budget : false,
-      ...(unrefTimers ? { clock: unrefClock } : {}),
+      ...(unrefTimers ? { clock: unrefSystemClock } : {}),
     },
     { defaultBudget: false, allowCallKeys: false },
   );
