@@ -25,6 +25,23 @@ type PlatformTimer = ReturnType<typeof setTimeout> & {
   refresh?: () => unknown;
 };
 
+/** Links `entry` in at the end of the list whose ring is `ring`. */
+function append(ring: Deadline, entry: Deadline): void {
+  const last = ring.prevDeadline!;
+  entry.nextDeadline = ring;
+  entry.prevDeadline = last;
+  last.nextDeadline = entry;
+  ring.prevDeadline = entry;
+}
+
+/** Joins `entry`'s neighbours (its own links are left as they were). */
+function unlink(entry: Deadline): void {
+  const next = entry.nextDeadline!;
+  const prev = entry.prevDeadline!;
+  prev.nextDeadline = next;
+  next.prevDeadline = prev;
+}
+
 /** The entries of one (clock, duration): they expire in the order they were added. */
 export class DeadlineList {
   /** The list is a ring through this entry, so that an entry in a list always has neighbours. */
@@ -61,12 +78,7 @@ export class DeadlineList {
    * `nowMs`.
    */
   add(entry: Deadline, nowMs: number): void {
-    const ring = this.ring;
-    const last = ring.prevDeadline!;
-    entry.nextDeadline = ring;
-    entry.prevDeadline = last;
-    last.nextDeadline = entry;
-    ring.prevDeadline = entry;
+    append(this.ring, entry);
     const timer = this.platformTimer;
     if (timer !== undefined) {
       if (!this.holdsProcess) {
@@ -79,13 +91,10 @@ export class DeadlineList {
 
   /** Removes an entry before it expires (nothing happens if it is not in the list). */
   remove(entry: Deadline): void {
-    const next = entry.nextDeadline;
-    if (next === undefined) return;
-    const prev = entry.prevDeadline!;
-    prev.nextDeadline = next;
-    next.prevDeadline = prev;
+    if (entry.nextDeadline === undefined) return;
+    unlink(entry);
     entry.nextDeadline = entry.prevDeadline = undefined;
-    if (next !== prev || next !== this.ring) return;
+    if (!this.isEmpty()) return;
     if (this.platformTimer !== undefined) {
       if (this.holdsProcess && !this.releaseQueued) releaseSoon(this);
     } else if (this.cancelTimer !== undefined) {
@@ -111,16 +120,10 @@ export class DeadlineList {
       const next = entry.nextDeadline!;
       if (entry.startedAt === from) {
         entry.startedAt = to;
+        // To the end: the list stays in the order of `startedAt`.
         if (entry !== ring.prevDeadline) {
-          // Unlink, then append: the list stays in the order of `startedAt`.
-          const prev = entry.prevDeadline!;
-          prev.nextDeadline = next;
-          next.prevDeadline = prev;
-          const tail = ring.prevDeadline!;
-          entry.prevDeadline = tail;
-          entry.nextDeadline = ring;
-          tail.nextDeadline = entry;
-          ring.prevDeadline = entry;
+          unlink(entry);
+          append(ring, entry);
         }
       }
       if (entry === last) return;
