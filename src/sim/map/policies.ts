@@ -65,7 +65,7 @@ export const POLICY_SUMMARY: Readonly<Record<MapPolicy, string>> = {
   a6: 'gRFC A6: 0.8-1.2 jitter band and retry throttling, a TokenBucket of 10 and 0.1',
   breaker: 'full jitter behind a CircuitBreaker with its defaults',
   'aws-2026':
-    "the AWS SDKs' 2026 defaults: 3 attempts, full jitter from 50 ms (1 s for a 429) to 20 s, a RetryQuota of 500 tokens (14 a transient retry, 5 a throttled one, refunded on success); reads Retry-After only",
+    "the AWS SDKs' 2026 defaults: 3 attempts, full jitter from 50 ms (1 s for a 429) to 20 s, a RetryQuota of 500 tokens (14 a transient retry, 5 a throttled one, refunded on success); of the hint headers reads only Retry-After and x-amz-retry-after",
 };
 
 /** What every policy of a run shares. */
