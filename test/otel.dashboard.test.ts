@@ -18,7 +18,7 @@ import { parser } from '@prometheus-io/lezer-promql';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createFetch } from '../src/fetch/index.js';
-import { RetryBudget } from '../src/index.js';
+import { CircuitBreaker, RetryBudget } from '../src/index.js';
 import { instrument } from '../src/otel/index.js';
 import { createShedder, nodeMiddleware } from '../src/server/index.js';
 
@@ -111,6 +111,10 @@ async function scrapeAfterTraffic(): Promise<string> {
     }
   }
   expect(answers).toContain('BreakerOpenError');
+  // A breaker named by the user (not an origin): the dashboard and the alert show both kinds.
+  const named = new CircuitBreaker('payments-db', { consecutiveFailures: 1 });
+  named.record(named.admit(), 'failure');
+  expect(named.state).toBe('open');
   return (await fetch(`${metricsUrl}/metrics`)).text();
 }
 
@@ -323,7 +327,7 @@ function problems(expr: string, scrape: Scrape, legend = ''): string[] {
 /**
  * The metric table of docs/observability.md ("### Metrics"), by Prometheus name (`_total` on
  * counters), each with the labels its row lists, in Prometheus form. "as `call.duration`" takes
- * that row's labels.
+ * that row's labels (and those listed after it).
  */
 function metricTable(markdown: string): Map<string, string[]> {
   const section = markdown.slice(markdown.indexOf('### Metrics'), markdown.indexOf('### Traces'));
@@ -336,7 +340,10 @@ function metricTable(markdown: string): Map<string, string[]> {
   const table = new Map<string, string[]>();
   for (const [name, { type, attributes }] of rows) {
     const as = /as `([^`]+)`/.exec(attributes);
-    const listed = as ? rows.get(`stormproof.${as[1]}`)!.attributes : attributes;
+    // "as `breaker.state`, and `x`": that row's labels and x.
+    const listed = as
+      ? rows.get(`stormproof.${as[1]}`)!.attributes + attributes.replace(as[0], '')
+      : attributes;
     const labels = [...listed.matchAll(/`([a-z_.]+)`/g)]
       .map((m) => m[1]!)
       .filter((l) => l.includes('.'))

@@ -118,6 +118,68 @@ describe('stormproof/otel end to end', () => {
     expect(scrape).toContain('# UNIT stormproof_server_retry_after s');
   });
 
+  it('a createFetch client with a breaker and a budget per origin: no URL in any metric attribute', async () => {
+    const url = await listen(
+      http.createServer((_req, res) => res.writeHead(503, { 'retry-after': '0' }).end('busy')),
+    );
+    const port = Number(new URL(url).port);
+    const reader = new PrometheusExporter({ preventServerStart: true });
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    const handle = instrument({ meterProvider, traces: false });
+    closers.push(
+      () => handle.stop(),
+      () => meterProvider.shutdown(),
+    );
+    // The default budget (one RetryBudget per origin) and a breaker per origin that opens after
+    // four failures: it refuses the later calls, and its key is the origin.
+    const client = createFetch({ baseDelayMs: 1, breaker: { consecutiveFailures: 4 } });
+    const answers: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      try {
+        const res = await client(`${url}/items/${i}?token=secret`);
+        await res.text();
+        answers.push(String(res.status));
+      } catch (error) {
+        answers.push((error as Error).name);
+      }
+    }
+    expect(answers).toContain('BreakerOpenError');
+    const { resourceMetrics } = await reader.collect();
+    const metrics = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
+    const names = metrics.map((m) => m.descriptor.name);
+    for (const name of [
+      'stormproof.breaker.state',
+      'stormproof.breaker.transitions',
+      'stormproof.breaker.refused',
+      'stormproof.budget.tokens',
+    ]) {
+      expect(names).toContain(name);
+    }
+    const values = metrics.flatMap((m) =>
+      m.dataPoints.flatMap((p) =>
+        Object.values(p.attributes).map((v) => `${m.descriptor.name}: ${String(v)}`),
+      ),
+    );
+    expect(values.length).toBeGreaterThan(10);
+    // Neither a scheme nor a path: the origin is OpenTelemetry's server.address and server.port.
+    expect(values.filter((v) => /:\/\/|\//.test(v.slice(v.indexOf(': ') + 2)))).toEqual([]);
+    for (const name of [
+      'stormproof.breaker.state',
+      'stormproof.breaker.transitions',
+      'stormproof.breaker.refused',
+    ]) {
+      const points = metrics.find((m) => m.descriptor.name === name)!.dataPoints;
+      expect(points.length, name).toBeGreaterThan(0);
+      for (const p of points) {
+        expect(p.attributes, name).toMatchObject({
+          'server.address': '127.0.0.1',
+          'server.port': port,
+        });
+        expect(p.attributes, name).not.toHaveProperty('stormproof.breaker.key');
+      }
+    }
+  });
+
   for (const via of ['instrumentation-undici', 'stormproof/fetch'] as const) {
     it(`a fetch client against a failing server: retries and resend counts (spans by ${via}) match the server`, async () => {
       const seenByServer: Array<{ id: string; attempt: string | undefined }> = [];

@@ -182,6 +182,41 @@ describe('stormproof/otel metrics', () => {
     expect(retryAfter.unit).toBe('s');
     expect((retryAfter.points[0]!.value as { count: number }).count).toBe(3);
   });
+  it('a breaker keyed by origin is named by server.address and server.port, never the URL', async () => {
+    const { reader } = setup();
+    const clock = { now: () => 0, sleep: async () => {} };
+    const keys = [
+      'payments-db',
+      'https://api.example.com',
+      'http://127.0.0.1:8080',
+      'http://[::1]:3000',
+      'ftp://files.example.com',
+    ];
+    for (const key of keys) {
+      const breaker = new CircuitBreaker(key, { consecutiveFailures: 1, clock, random: () => 0 });
+      breaker.record(breaker.admit(), 'failure');
+    }
+    const m = await read(reader);
+    for (const name of ['stormproof.breaker.state', 'stormproof.breaker.transitions']) {
+      const named = m
+        .get(name)!
+        .points.map(({ attributes: a }) =>
+          Object.fromEntries(
+            Object.entries(a).filter(
+              ([k]) => !k.startsWith('stormproof.breaker.') || k.endsWith('.key'),
+            ),
+          ),
+        );
+      expect(named, name).toEqual([
+        { 'stormproof.breaker.key': 'payments-db' },
+        { 'server.address': 'api.example.com', 'server.port': 443 },
+        { 'server.address': '127.0.0.1', 'server.port': 8080 },
+        { 'server.address': '[::1]', 'server.port': 3000 },
+        { 'server.address': 'files.example.com' },
+      ]);
+    }
+  });
+
   it("gateway mode: the throttle's probability of rejecting locally, for gateways only", async () => {
     const { reader } = setup();
     const clock = { now: () => 0, sleep: async () => {} };

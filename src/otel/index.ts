@@ -170,6 +170,31 @@ const BREAKER_STATES: Readonly<Record<string, number>> = {
   isolated: 3,
 };
 
+/**
+ * An origin as `URL.origin` writes it (`https://api.example.com`, `http://127.0.0.1:8080`,
+ * `http://[::1]:3000`): a scheme, a host and an optional port, nothing after.
+ */
+const ORIGIN = /^([a-z][a-z0-9+.-]*):\/\/(\[[0-9a-f:.]+\]|[^/?#@:[\]\s]+)(?::(\d{1,5}))?$/i;
+const DEFAULT_PORTS: Readonly<Record<string, number>> = { http: 80, https: 443, ws: 80, wss: 443 };
+
+/**
+ * The attributes that name a breaker by its key. stormproof/fetch, stormproof/axios and
+ * stormproof/undici key breakers by origin, and an origin is a URL: one series per scheme, host
+ * and port, the host alone being what a dashboard groups by. So an origin becomes
+ * OpenTelemetry's `server.address` and `server.port` (the port the scheme implies when none is
+ * written), as on HTTP client spans, and no scheme or URL string is exported; any other key (a
+ * name chosen by the user, `payments-db`) is `stormproof.breaker.key` as given.
+ */
+function breakerAttrs(key: string): Attributes {
+  const origin = ORIGIN.exec(key);
+  if (origin === null) return { 'stormproof.breaker.key': key };
+  const port =
+    origin[3] === undefined ? DEFAULT_PORTS[origin[1]!.toLowerCase()] : Number(origin[3]);
+  return port === undefined
+    ? { 'server.address': origin[2]!.toLowerCase() }
+    : { 'server.address': origin[2]!.toLowerCase(), 'server.port': port };
+}
+
 /** resilience4j's four outcomes, so that dashboards built for it read stormproof too. */
 function kindOf(success: boolean, attempts: number): string {
   if (success) return attempts > 1 ? 'successful_with_retry' : 'successful_without_retry';
@@ -494,10 +519,10 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
       description: 'Circuit breaker state: 0 closed, 1 open, 2 half-open, 3 isolated.',
     })
     .addCallback((result) => {
-      for (const [key, state] of breakers) result.observe(state, { 'stormproof.breaker.key': key });
+      for (const [key, state] of breakers) result.observe(state, breakerAttrs(key));
     });
   listen<BreakerMessage>(channels.breaker, (m) => {
-    const attrs = { 'stormproof.breaker.key': m.key };
+    const attrs = breakerAttrs(m.key);
     if (m.type === 'state') {
       breakers.set(m.key, BREAKER_STATES[m.to] ?? -1);
       transitions.add(1, {
