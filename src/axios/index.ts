@@ -25,7 +25,15 @@
  *
  * @module
  */
-import { axiosRetry } from './interceptor.js';
+import {
+  isIdempotentRequestError,
+  isNetworkError,
+  isNetworkOrIdempotentRequestError,
+  isRetryableError,
+  isSafeRequestError,
+} from './conditions.js';
+import { exponentialDelay, linearDelay, noDelay, retryAfter } from './delays.js';
+import { axiosRetry as install } from './interceptor.js';
 
 export type { Budget } from '../core/budgets/budget.js';
 export type { HedgeOptions } from '../core/hedge.js';
@@ -34,6 +42,14 @@ export { getRetryReport } from '../core/report.js';
 export type { BudgetFactory } from '../fetch/budgets.js';
 export { DEFAULT_RETRY_METHODS, HEDGE_HEADER, IDEMPOTENCY_KEY_HEADER } from '../fetch/request.js';
 export { DEFAULT_ATTEMPT_HEADER } from '../http/checks.js';
+export {
+  type ConditionError,
+  isIdempotentRequestError,
+  isNetworkError,
+  isNetworkOrIdempotentRequestError,
+  isRetryableError,
+  isSafeRequestError,
+} from './conditions.js';
 export { type DelayError, exponentialDelay, linearDelay, noDelay, retryAfter } from './delays.js';
 export {
   AXIOS_ATTEMPT_TIMEOUT_MS,
@@ -46,12 +62,59 @@ export {
   type AxiosRetryOptions,
   type AxiosRetryRequestOptions,
   type AxiosSuccessEvent,
-  axiosRetry,
   type OnMaxRetryTimesExceeded,
   type OnRetry,
   type RetryCondition,
   type RetryDelay,
 } from './interceptor.js';
+
+/**
+ * The key under which axios-retry reads a request's own options: `config['axios-retry']`, read
+ * here as an alias of `config.stormproof`.
+ *
+ * @example
+ * ```ts
+ * await api.get('/items', { [namespace]: { retries: 0 } });
+ * ```
+ */
+export const namespace = 'axios-retry';
+
+/** The helpers axios-retry hangs on its default export, here on `axiosRetry` too. */
+export interface AxiosRetryStatics {
+  readonly isNetworkError: typeof isNetworkError;
+  readonly isRetryableError: typeof isRetryableError;
+  readonly isSafeRequestError: typeof isSafeRequestError;
+  readonly isIdempotentRequestError: typeof isIdempotentRequestError;
+  readonly isNetworkOrIdempotentRequestError: typeof isNetworkOrIdempotentRequestError;
+  readonly exponentialDelay: typeof exponentialDelay;
+  readonly linearDelay: typeof linearDelay;
+  readonly noDelay: typeof noDelay;
+  readonly retryAfter: typeof retryAfter;
+}
+
+/**
+ * Runs every request of `axios` through the stormproof engine (see the module's description),
+ * with axios-retry's helpers attached as it attaches them: `axiosRetry.isNetworkError`,
+ * `axiosRetry.exponentialDelay`, ...
+ *
+ * @example
+ * ```ts
+ * import axiosRetry from 'stormproof/axios';
+ *
+ * axiosRetry(axios, { retryCondition: axiosRetry.isNetworkOrIdempotentRequestError });
+ * ```
+ */
+export const axiosRetry: typeof install & AxiosRetryStatics = Object.assign(install, {
+  isNetworkError,
+  isRetryableError,
+  isSafeRequestError,
+  isIdempotentRequestError,
+  isNetworkOrIdempotentRequestError,
+  exponentialDelay,
+  linearDelay,
+  noDelay,
+  retryAfter,
+});
 
 /** axiosRetry as the default export too, as axios-retry exports it: `import axiosRetry from 'stormproof/axios'`. */
 export default axiosRetry;

@@ -208,6 +208,8 @@ declare module 'axios' {
   interface AxiosRequestConfig {
     /** stormproof/axios: this request's retry options, or `false` to send it once. */
     stormproof?: AxiosRetryRequestOptions | false | undefined;
+    /** axios-retry's key for a request's own options: read by stormproof/axios as `stormproof`. */
+    'axios-retry'?: AxiosRetryRequestOptions | undefined;
   }
 }
 
@@ -790,21 +792,52 @@ function cancelSignalOf(
   };
 }
 
+/**
+ * Fields of axios-retry's per-request key that are its own bookkeeping, not options: it writes
+ * them into the config as it retries. stormproof counts attempts itself, so a value given there
+ * could not mean what it meant to axios-retry (a head start on the retry count).
+ */
+const AXIOS_RETRY_STATE_KEYS: readonly string[] = ['retryCount', 'lastRequestTime'];
+
+/**
+ * A request's rules: the instance's, with `config.stormproof` laid over, or axios-retry's key
+ * `config['axios-retry']`, read the same way (an alias: one or the other, not both).
+ */
+function requestRules(base: RequestRules, config: InternalAxiosRequestConfig): RequestRules {
+  const own = config.stormproof;
+  const alias = config['axios-retry'];
+  if (alias !== undefined && own !== undefined) {
+    throw new TypeError(
+      `stormproof: axios request config takes stormproof or 'axios-retry', not both (stormproof: ${show(own)}, 'axios-retry': ${show(alias)})`,
+    );
+  }
+  if (alias !== undefined) {
+    const owner = "axios request config 'axios-retry'";
+    const given = checkOptionsObject(owner, alias);
+    for (const key of AXIOS_RETRY_STATE_KEYS) {
+      if (given[key] !== undefined) {
+        throw new TypeError(
+          `stormproof: ${owner} ${key} is axios-retry's own retry state, which stormproof keeps itself (getRetryReport(error).attempts, onRetry's count): leave it out`,
+        );
+      }
+    }
+    checkKnownKeys(owner, given, REQUEST_KEYS);
+    return checkRules(owner, given, base);
+  }
+  if (own === undefined || own === false) return base;
+  const owner = 'axios request config stormproof';
+  const given = checkOptionsObject(owner, own);
+  checkKnownKeys(owner, given, REQUEST_KEYS);
+  return checkRules(owner, given, base);
+}
+
 /** One request through the wrapped adapter: its attempts, run by the engine. */
 async function send(
   settings: Settings,
   spec: NonNullable<InternalAxiosRequestConfig['adapter']>,
   config: InternalAxiosRequestConfig,
 ): Promise<AxiosResponse> {
-  const own = config.stormproof;
-  const rules =
-    own === undefined || own === false
-      ? settings.rules
-      : (() => {
-          const given = checkOptionsObject('axios request config stormproof', own);
-          checkKnownKeys('axios request config stormproof', given, REQUEST_KEYS);
-          return checkRules('axios request config stormproof', given, settings.rules);
-        })();
+  const rules = requestRules(settings.rules, config);
   const adapter = adapterFor(settings, spec, config);
   const method = String(config.method ?? 'get').toUpperCase();
   if (
