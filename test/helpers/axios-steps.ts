@@ -4,7 +4,8 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Step } from '../axios-cases.js';
+import { expect } from 'vitest';
+import type { PortedCase, Step } from '../axios-cases.js';
 
 /** One request as the server received it. */
 export interface Received {
@@ -25,7 +26,13 @@ export interface StepServer {
 }
 
 /** Carries out `step` for the `n`th request (from 1) of its path. */
-export function perform(step: Step, n: number, req: IncomingMessage, res: ServerResponse): void {
+export function perform(
+  step: Step,
+  n: number,
+  req: IncomingMessage,
+  res: ServerResponse,
+  extraHeaders: Readonly<Record<string, string>> = {},
+): void {
   const s = typeof step === 'number' ? { status: step } : step === 'reset' ? { reset: true } : step;
   const act = () => {
     if (s.reset === true) {
@@ -36,6 +43,7 @@ export function perform(step: Step, n: number, req: IncomingMessage, res: Server
     res.writeHead(s.status ?? 200, {
       'content-type': 'text/plain',
       'cache-control': 'no-store',
+      ...extraHeaders,
       ...s.headers,
     });
     res.end(s.body ?? `answer ${n}`);
@@ -44,12 +52,24 @@ export function perform(step: Step, n: number, req: IncomingMessage, res: Server
   else setTimeout(act, s.delayMs);
 }
 
+/** Checks what the server received for a case against what the case says it must. */
+export function checkReceived(c: PortedCase, seen: readonly Received[]): void {
+  if (c.requests !== undefined) expect(seen, 'requests received').toHaveLength(c.requests);
+  if (c.bodies !== undefined) expect(seen.map((r) => r.body)).toEqual(c.bodies);
+  if (c.attemptHeaders !== undefined) {
+    expect(seen.map((r) => r.headers['stormproof-attempt'])).toEqual(c.attemptHeaders);
+  }
+}
+
 /**
  * A node:http server on 127.0.0.1 (port 0) answering each path by its steps. `other` may answer
  * a request first (the browser suite serves its page and modules); it returns true when it did.
+ * `closeEach` closes every connection after its answer: a browser resends a request on its own
+ * when a reused keep-alive connection drops, which would add requests no retry made.
  */
 export async function startStepServer(
   other?: (req: IncomingMessage, res: ServerResponse, pathname: string) => boolean,
+  { closeEach = false }: { closeEach?: boolean } = {},
 ): Promise<StepServer> {
   const steps = new Map<string, readonly Step[]>();
   const received = new Map<string, Received[]>();
@@ -76,7 +96,13 @@ export async function startStepServer(
       return;
     }
     const n = list.length;
-    perform(mine[Math.min(n, mine.length) - 1] as Step, n, req, res);
+    perform(
+      mine[Math.min(n, mine.length) - 1] as Step,
+      n,
+      req,
+      res,
+      closeEach ? { connection: 'close' } : {},
+    );
   });
   server.keepAliveTimeout = 100;
   server.listen(0, '127.0.0.1');
