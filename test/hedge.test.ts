@@ -3,7 +3,7 @@
 // the answer, the deadline covers every copy, and no hedge goes out when the budget refuses,
 // the service pushes back, the breaker is not closed, or hedges stop winning.
 import { describe, expect, it } from 'vitest';
-
+import { Hedging } from '../src/core/hedge.js';
 import {
   type AttemptContext,
   type Budget,
@@ -280,7 +280,7 @@ for (const lateMs of [0, 3]) {
       expect(events.at(-1)).toMatchObject({ hedges: { sent: 0, refused: { breaker: 1 } } });
     });
 
-    it('learns its delay: none before 20 successful attempts, then the p95 of the last 256', async () => {
+    it('learns its delay: none before 20 successful attempts, then the p96 of the last 1,024', async () => {
       const clock = new ManualClock({ lateMs });
       const events: Array<{ hedges?: { sent: number; refused: Record<string, number> } }> = [];
       const policy = createRetryPolicy({
@@ -464,5 +464,35 @@ describe('hedge options', () => {
     );
     expect(() => createRetryPolicy({ hedge: { delay: 5 } as never })).toThrow(/delay/);
     expect(() => createRetryPolicy({ hedge: false })).not.toThrow();
+  });
+});
+
+describe('the learned delay', () => {
+  /** 1, 2, ..., n ms in a shuffled order (a fixed stride through them), so none is in place. */
+  const spread = (n: number) => Array.from({ length: n }, (_, i) => ((i * 389) % n) + 1);
+
+  it('is the p96 of a known spread at the default maxExtraLoad (0.8 x 5 %), over 1,012 attempts', () => {
+    // Recomputed at 20 samples and every 32 after: 1,012 is one of those counts, all in the
+    // 1,024 window. Sorted, the p96 is the value at index floor(0.96 x 1,012) = 971: 972 ms (the
+    // p95 would be 962 ms, the p99 1,002 ms; a window of the last 256 would say 964 ms).
+    const hedging = new Hedging('test', { minDelayMs: 0 });
+    for (const ms of spread(1012)) hedging.learn(ms);
+    expect(hedging.delayMs()).toBe(972);
+    // maxExtraLoad 0.1: four fifths of it, the p92 (index 931).
+    const wider = new Hedging('test', { minDelayMs: 0, maxExtraLoad: 0.1 });
+    for (const ms of spread(1012)) wider.learn(ms);
+    expect(wider.delayMs()).toBe(932);
+  });
+
+  it('learns nothing before 20 attempts, then only from the last 1,024, never below minDelayMs', () => {
+    const hedging = new Hedging('test', {});
+    for (let i = 0; i < 19; i++) hedging.learn(500);
+    expect(hedging.delayMs()).toBeUndefined();
+    for (let i = 19; i < 52; i++) hedging.learn(500);
+    expect(hedging.delayMs()).toBe(500);
+    // 992 fast attempts: 1,044 in all, the 1,024 kept hold 32 slow ones (3.1 %, below the 4 %
+    // tail); a window that kept all 52 (5 %) would still say 500.
+    for (let i = 0; i < 992; i++) hedging.learn(2);
+    expect(hedging.delayMs()).toBe(10); // 2 ms, raised to the 10 ms floor
   });
 });

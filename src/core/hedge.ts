@@ -28,21 +28,23 @@ export interface HedgeOptions {
    */
   maxHedges?: number | undefined;
   /**
-   * The extra load hedging may add, as a share of attempts: the hedge goes out after the
-   * latency that this share of recent successful attempts exceeded (0.05: the p95), each timed
-   * from its first copy (an attempt a hedge won counts as slower than the delay). Dean and
-   * Barroso's hedge after the p95 added about 5 % load.
+   * The extra load hedging may add, as a share of attempts: at most this share of attempts get
+   * a hedge, and the hedge goes out after the latency that four fifths of this share of recent
+   * successful attempts exceeded (0.05: the p96), each timed from its first copy (an attempt a
+   * hedge won counts as slower than the delay). The fifth below the cap leaves room for an
+   * estimate that lags a changing latency. Dean and Barroso's hedge after the p95 added about
+   * 5 % load.
    * @default 0.05
    * @example
    * ```ts
-   * createRetryPolicy({ hedge: { maxExtraLoad: 0.02 } }) // after the p98
+   * createRetryPolicy({ hedge: { maxExtraLoad: 0.02 } }) // after the p98.4 (1 - 0.8 x 0.02)
    * ```
    */
   maxExtraLoad?: number | undefined;
   /**
    * A fixed delay before each hedge, in ms, instead of the learned one. Needed for `retry()`,
    * whose one call has no history to learn from.
-   * @default undefined (learned from the last 256 successful attempts, after 20)
+   * @default undefined (learned from the last 1,024 successful attempts, after 20)
    * @example
    * ```ts
    * retry(op, { hedge: { delayMs: 50 } })

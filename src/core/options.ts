@@ -381,7 +381,7 @@ export interface RetryPolicyOptions extends RetryHooks {
    * @default undefined (no hedging)
    * @example
    * ```ts
-   * createRetryPolicy({ hedge: {} }) // one hedge after the p95 of recent attempts
+   * createRetryPolicy({ hedge: {} }) // one hedge after the p96 of recent attempts
    * ```
    */
   hedge?: HedgeOptions | false | undefined;
