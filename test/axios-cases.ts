@@ -261,7 +261,7 @@ add({
 });
 
 add({
-  name: 'rejects errors that are not axios errors without retrying',
+  name: 'Difference: an error a response interceptor throws is the outcome, never retried',
   from: 'satisfies the retry condition: should reject with errors without a config property without retrying',
   // axios-retry's interceptor turns the dropped connection into a plain error; here attempts are
   // made below the interceptors, so the plain error comes from a response interceptor after the
@@ -500,7 +500,7 @@ add({
 
 add({
   name: "a request's own options under config.stormproof win over the instance ones",
-  from: 'should use request-specific configuration (the stormproof key)',
+  from: '(should use request-specific configuration, under the stormproof key)',
   steps: ['reset', 'reset', 200],
   requests: 3,
   expected: { status: 200, data: 'answer 3' },
@@ -510,7 +510,7 @@ add({
 
 add({
   name: "config['axios-retry'] { retries: 0 } sends the request once",
-  from: 'should use request-specific configuration (turning retries off)',
+  from: '(should use request-specific configuration, turning retries off)',
   steps: [503, 200],
   requests: 1,
   expected: { status: 503, reason: 'max-attempts', attempts: 1 },
@@ -1136,7 +1136,7 @@ pure(
 
 add({
   name: 'after eject, requests are sent once',
-  from: 'axiosRetry interceptors: ejecting (a request after it)',
+  from: '(axiosRetry interceptors: a request after eject)',
   steps: [503, 200],
   requests: 1,
   expected: { id: 'number', status: 503 },

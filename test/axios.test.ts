@@ -1,8 +1,9 @@
 // stormproof/axios against a real node:http server on 127.0.0.1 (port 0), through axios' own http
-// adapter. The cases of axios-retry's suite (spec/index.spec.ts, softonic/axios-retry) are ported
-// here by behaviour, in our own code: where stormproof deliberately differs, the test says so in
-// a "Differs:" comment and pins stormproof's behaviour. Waits are short or on an injected clock,
-// and the suite ends by checking that it left no socket, server or timer behind.
+// adapter. First the table of axios-retry's cases (spec/index.spec.ts, softonic/axios-retry 4.5.0,
+// ported by behaviour in test/axios-cases.ts, which the Chromium suite runs too): a case adapted
+// where stormproof deliberately differs says 'Difference:' in its title. Then stormproof's own
+// rules through axios, and bad options. Waits are short or on an injected clock, and the suite
+// ends by checking that it left no socket, server or timer behind.
 import { once } from 'node:events';
 import {
   Agent,
@@ -112,6 +113,17 @@ describe("axios-retry's suite, ported (test/axios-cases.ts), through the http ad
     steps = await startStepServer();
   });
   afterAll(() => steps.close());
+
+  it("holds every case of axios-retry 4.5.0's spec (89) once, and names what cannot run in a browser", () => {
+    const ported = CASES.filter((c) => !c.from.startsWith('('));
+    expect(ported).toHaveLength(89);
+    expect(new Set(ported.map((c) => c.from)).size).toBe(89);
+    expect(new Set(CASES.map((c) => c.name)).size).toBe(CASES.length);
+    expect(CASES.filter((c) => c.browser !== undefined).map((c) => c.from)).toEqual([
+      'satisfies the retry condition: should work with a custom agent configuration',
+      'satisfies the retry condition: should work with a custom httpAgent configuration',
+    ]);
+  });
 
   it.each(CASES.map((c, i) => [c.name, c, i] as const))('%s', async (_, c, i) => {
     const path = `/case/${i}`;
