@@ -30,7 +30,6 @@ export {
   createRetryInterceptor,
   PREVIOUS_ATTEMPTS_HEADER,
   type RetryInterceptorOptions,
-  type ThrottlingOptions,
 } from './interceptor.js';
 export { MAX_ATTEMPTS_LIMIT } from './limits.js';
 export {
@@ -49,3 +48,9 @@ export {
   toServiceConfig,
 } from './service-config.js';
 export type { StatusCodeLike, StatusName } from './status-codes.js';
+export {
+  createThrottle,
+  type Throttle,
+  type ThrottleOptions,
+  type ThrottlingOptions,
+} from './throttle.js';

@@ -13,7 +13,7 @@ import {
 import type { Jitter } from '../core/backoff.js';
 import type { Budget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
-import { TokenBucket, type TokenBucketOptions } from '../core/budgets/token-bucket.js';
+import type { TokenBucket } from '../core/budgets/token-bucket.js';
 import type { Verdict } from '../core/classify.js';
 import { type Clock, type RandomSource, systemClock } from '../core/clock.js';
 import type {
@@ -44,6 +44,14 @@ import {
   STATUS_DETAILS_TRAILER,
 } from './pushback.js';
 import { CODE, failureKindOf, resolveStatusCodes, type StatusCodeLike } from './status-codes.js';
+import {
+  DEFAULT_MAX_TARGETS,
+  type Throttle,
+  type ThrottlingOptions,
+  toThrottle,
+} from './throttle.js';
+
+export { DEFAULT_MAX_TARGETS, type ThrottlingOptions } from './throttle.js';
 
 /** The request header that tells the server how many attempts came before this one (gRFC A6). */
 export const PREVIOUS_ATTEMPTS_HEADER = 'grpc-previous-rpc-attempts';
@@ -53,33 +61,6 @@ const DEFAULT_BUFFER_BYTES = 256 * 1024;
 
 /** grpc-js's retry buffer for all the calls of a channel (`grpc.retry_buffer_size`). */
 const DEFAULT_TARGET_BUFFER_BYTES = 16 * 1024 * 1024;
-
-/** How many channel targets' throttles one interceptor remembers by default. */
-export const DEFAULT_MAX_TARGETS = 1000;
-
-/** gRFC A6's `retryThrottling`: one token bucket per channel target this interceptor calls. */
-export interface ThrottlingOptions {
-  /**
-   * The most tokens, and the starting count. A whole number in (0, 1000]. Retries stop while the
-   * count is at or below half of it.
-   * @default 10 (gRFC A6's example)
-   * @example
-   * ```ts
-   * { throttling: { maxTokens: 10, tokenRatio: 0.1 } }
-   * ```
-   */
-  maxTokens?: number | undefined;
-  /**
-   * Tokens each successful call adds back; digits past the third decimal are ignored
-   * (0.5466 counts as 0.546).
-   * @default 0.1 (gRFC A6's example)
-   * @example
-   * ```ts
-   * { throttling: { maxTokens: 100, tokenRatio: 0.5 } }
-   * ```
-   */
-  tokenRatio?: number | undefined;
-}
 
 /** The options of {@link createRetryInterceptor}. */
 export interface RetryInterceptorOptions extends RetryHooks {
@@ -156,14 +137,17 @@ export interface RetryInterceptorOptions extends RetryHooks {
    * gRFC A6's retry throttling: one token bucket per channel target (the target a client was
    * made with, such as `dns:api.example.com:443`), shared by every call to that target through
    * this interceptor, whichever client or channel makes it: failures at one server never
-   * throttle another. Cannot be combined with `budget`.
+   * throttle another. `{ maxTokens, tokenRatio }` makes this interceptor a throttle of its own;
+   * a throttle from `createThrottle` is shared with every interceptor given it, so an
+   * interceptor that retries and one that hedges the methods of one server spend one throttle
+   * per target, as A6 says. Cannot be combined with `budget`.
    * @default undefined (the `budget` applies)
    * @example
    * ```ts
-   * { throttling: { maxTokens: 10, tokenRatio: 0.1 } }
+   * { throttling: { maxTokens: 10, tokenRatio: 0.1 } } // or createThrottle({ maxTokens: 10, tokenRatio: 0.1 })
    * ```
    */
-  throttling?: ThrottlingOptions | undefined;
+  throttling?: ThrottlingOptions | Throttle | undefined;
   /**
    * gRFC A6's `hedgingPolicy` instead of its retry policy (A6: a method has one or the other):
    * each call, of any kind, is sent up to `hedging.maxAttempts` times, `hedgingDelayMs` apart,
@@ -197,7 +181,7 @@ export interface RetryInterceptorOptions extends RetryHooks {
   /**
    * How many channel targets' throttling buckets (or default budgets) are remembered. Past it,
    * the target used least recently is forgotten, and starts again with a full bucket if it is
-   * called again. An integer >= 1.
+   * called again. An integer >= 1. A throttle from `createThrottle` keeps its own `maxTargets`.
    * @default 1000
    * @example
    * ```ts
@@ -274,23 +258,6 @@ const KEYS = [
  * bounds decisions; nothing is armed for it.
  */
 const NO_DEADLINE_MS = MAX_PUSHBACK_MS;
-
-/** Checks `throttling`; errors name `throttling.maxTokens` and so on. */
-function checkThrottling(owner: string, value: unknown): TokenBucketOptions {
-  const o = checkOptionsObject(`${owner} throttling`, value);
-  checkKnownKeys(`${owner} throttling`, o, ['maxTokens', 'tokenRatio']);
-  refuseNulls(`${owner} throttling`, o);
-  const maxTokens = checkNumber(owner, 'throttling.maxTokens', o.maxTokens ?? 10, {
-    min: 0,
-    minExclusive: true,
-    max: 1000,
-    integer: true,
-  });
-  const tokenRatio = checkNumber(owner, 'throttling.tokenRatio', o.tokenRatio ?? 0.1, {
-    min: 0.001,
-  });
-  return { maxTokens, tokenRatio };
-}
 
 /** What the interceptor settled once, at creation. */
 interface Settings {
@@ -390,11 +357,12 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   if (o.throttling !== undefined && o.budget !== undefined) {
     throw new TypeError(`stormproof: ${owner} takes throttling or budget, not both`);
   }
-  const throttling = o.throttling === undefined ? undefined : checkThrottling(owner, o.throttling);
   const maxTargets = checkNumber(owner, 'maxTargets', o.maxTargets ?? DEFAULT_MAX_TARGETS, {
     min: 1,
     integer: true,
   });
+  const throttle =
+    o.throttling === undefined ? undefined : toThrottle(owner, o.throttling, maxTargets);
   const poolOf = targetPools(owner, o, maxTargets);
   const clock = o.clock ?? undefined;
   const base = {
@@ -427,17 +395,43 @@ function settle(options: RetryInterceptorOptions | undefined): Settings {
   // gRFC A6 keeps one bucket per server name: one per channel target, bounded as createFetch
   // bounds its budgets per origin. Checked now with a policy that is never used.
   make(false, undefined);
-  const targets = new OriginBudgets(maxTargets, () => {
-    if (throttling === undefined) return make(new RetryBudget(), undefined);
-    const bucket = new TokenBucket(throttling);
-    return make(bucket, bucket);
-  });
+  if (throttle !== undefined) {
+    return {
+      maxBufferBytes,
+      poolOf,
+      deadlineMs,
+      policyOf: policiesOf(throttle, make),
+      hedging: undefined,
+    };
+  }
+  const targets = new OriginBudgets(maxTargets, () => make(new RetryBudget(), undefined));
   return {
     maxBufferBytes,
     poolOf,
     deadlineMs,
     policyOf: (target) => targets.get(target),
     hedging: undefined,
+  };
+}
+
+/**
+ * The retry policy of each target's bucket in `throttle`. The throttle decides which buckets
+ * live (it may be shared with other interceptors, and forgets the targets used least recently):
+ * a policy is kept only as long as its bucket is.
+ */
+function policiesOf(
+  throttle: Throttle,
+  make: (budget: Budget, bucket: TokenBucket) => RetryPolicy,
+): (target: string) => RetryPolicy {
+  const policies = new WeakMap<TokenBucket, RetryPolicy>();
+  return (target) => {
+    const bucket = throttle.bucketOf(target);
+    let policy = policies.get(bucket);
+    if (policy === undefined) {
+      policy = make(bucket, bucket);
+      policies.set(bucket, policy);
+    }
+    return policy;
   };
 }
 
@@ -470,7 +464,6 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
   if (o.throttling !== undefined && o.budget !== undefined) {
     throw new TypeError(`stormproof: ${owner} takes throttling or budget, not both`);
   }
-  const throttling = o.throttling === undefined ? undefined : checkThrottling(owner, o.throttling);
   const deadlineMs =
     o.deadlineMs === undefined
       ? undefined
@@ -479,6 +472,8 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
     min: 1,
     integer: true,
   });
+  const throttle =
+    o.throttling === undefined ? undefined : toThrottle(owner, o.throttling, maxTargets);
   const maxBufferBytes = checkNumber(
     owner,
     'maxBufferBytes',
@@ -499,11 +494,12 @@ function settleHedging(owner: string, o: RetryInterceptorOptions): Settings {
   if (o.budget !== undefined) {
     const shared = o.budget === false ? undefined : o.budget;
     budgetOf = () => shared;
+  } else if (throttle !== undefined) {
+    // The target's bucket in the throttle, shared with the interceptors given the same one.
+    budgetOf = (target) => throttle.bucketOf(target);
   } else {
-    // One throttle (or RetryBudget) per channel target, as for retries.
-    const targets = new OriginBudgets<Budget>(maxTargets, () =>
-      throttling === undefined ? new RetryBudget() : new TokenBucket(throttling),
-    );
+    // One RetryBudget per channel target, as for retries.
+    const targets = new OriginBudgets<Budget>(maxTargets, () => new RetryBudget());
     budgetOf = (target) => targets.get(target);
   }
   return {
