@@ -57,14 +57,14 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function setup() {
+function setup(options: { maxKeys?: number } = {}) {
   const reader = new TestReader();
   const meterProvider = new MeterProvider({ readers: [reader] });
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new SimpleSpanProcessor(exporter)],
   });
-  const handle = instrument({ meterProvider, tracerProvider });
+  const handle = instrument({ meterProvider, tracerProvider, ...options });
   cleanups.push(
     () => handle.stop(),
     () => meterProvider.shutdown(),
@@ -276,6 +276,60 @@ describe('stormproof/otel budgets', () => {
   });
 });
 
+describe('stormproof/otel gauges per key, bounded', () => {
+  const clock = { now: () => 0, sleep: async () => {} };
+  const open = (key: string) => {
+    const breaker = new CircuitBreaker(key, { consecutiveFailures: 1, clock, random: () => 0 });
+    breaker.record(breaker.admit(), 'failure');
+    return breaker;
+  };
+
+  it('the breaker-state gauge keeps the maxKeys breakers heard from most recently', async () => {
+    const { reader } = setup({ maxKeys: 3 });
+    const held = ['a', 'b', 'c'].map(open);
+    // 'b' is heard from again (a refused attempt): 'a' and then 'c' go first.
+    held[1]!.admit();
+    held.push(open('d'), open('e'));
+    const m = await read(reader);
+    const keys = m
+      .get('stormproof.breaker.state')!
+      .points.map((p) => p.attributes['stormproof.breaker.key']);
+    expect(keys.sort()).toEqual(['b', 'd', 'e']);
+    expect(held).toHaveLength(5); // all still held: forgotten by the bound alone
+  });
+
+  it('by default it keeps 1000, as BreakerRegistry and createFetch do', async () => {
+    const { reader } = setup();
+    const held = Array.from({ length: 1005 }, (_, i) => open(`origin-${i}`));
+    const m = await read(reader);
+    const keys = m
+      .get('stormproof.breaker.state')!
+      .points.map((p) => p.attributes['stormproof.breaker.key']);
+    expect(keys).toHaveLength(1000);
+    expect(keys).not.toContain('origin-4');
+    expect(keys).toContain('origin-5');
+    expect(held).toHaveLength(1005);
+  });
+
+  it('the budget-token gauge keeps maxKeys budgets, and hands a forgotten id to the next', async () => {
+    const { reader } = setup({ maxKeys: 3 });
+    const { RetryBudget } = await import('../src/index.js');
+    const budgets = Array.from({ length: 5 }, () => new RetryBudget({ maxCredits: 20, cost: 10 }));
+    budgets.forEach((budget, i) => {
+      for (let n = 0; n <= i % 2; n++) budget.tryRetry(0); // tokens: 10 or 0
+    });
+    const m = await read(reader);
+    const points = m.get('stormproof.budget.tokens')!.points;
+    // Budgets 2, 3 and 4 (heard from last), with ids 0 to 2: the ids of 0 and 1 were reused.
+    expect(points.map((p) => [p.attributes['stormproof.budget.id'], p.value])).toEqual([
+      [2, 10],
+      [0, 0],
+      [1, 10],
+    ]);
+    expect(budgets).toHaveLength(5);
+  });
+});
+
 describe('stormproof/otel traces', () => {
   it('one span per logical call, with an event per retry and refusal, under the caller span', async () => {
     const { exporter, tracerProvider } = setup();
@@ -341,5 +395,7 @@ describe('stormproof/otel traces', () => {
     expect(() => instrument({ tracerProvider: {} as never })).toThrow(/tracerProvider/);
     expect(() => instrument({ metrics: 'yes' as never })).toThrow(/metrics must be a boolean/);
     expect(() => instrument({ meters: true } as never)).toThrow(/no option "meters"/);
+    expect(() => instrument({ maxKeys: 0 })).toThrow(/instrument maxKeys must be >= 1, got 0/);
+    expect(() => instrument({ maxKeys: 1.5 })).toThrow(/instrument maxKeys must be an integer/);
   });
 });

@@ -39,7 +39,7 @@ import {
   type TimerMessage,
   wrapAttempts,
 } from '../core/instrument.js';
-import { show } from '../core/validate.js';
+import { checkNumber, show } from '../core/validate.js';
 import type { ShedderStats } from '../server/shedder.js';
 
 /** The options of `instrument`. */
@@ -94,6 +94,21 @@ export interface InstrumentOptions {
    * ```
    */
   fetchSpans?: boolean | undefined;
+  /**
+   * The most breakers (by key) and budgets the breaker-state and budget-token gauges report.
+   * Past it, the one heard from least recently is forgotten (a budget's id is then given to the
+   * next new budget), as `BreakerRegistry` and createFetch forget the origin used least
+   * recently past their own bound (1000 by default): a client that calls ever new origins must
+   * not grow a gauge without end. A breaker or budget no longer held anywhere is forgotten at
+   * the next collection too. Raise it with your registry's `maxKeys` or createFetch's
+   * `maxOrigins`.
+   * @default 1000
+   * @example
+   * ```ts
+   * instrument({ maxKeys: 10_000 }) // with createFetch({ maxOrigins: 10_000, breaker: { maxKeys: 10_000 } })
+   * ```
+   */
+  maxKeys?: number | undefined;
 }
 
 /** What `instrument` returns: stops it (unsubscribes; instruments already made stay registered). */
@@ -221,7 +236,7 @@ function checkOptions(options: unknown): InstrumentOptions {
     throw new TypeError(`stormproof: instrument options must be an object, got ${show(options)}`);
   }
   const o = options as Record<string, unknown>;
-  const known = ['meterProvider', 'tracerProvider', 'metrics', 'traces', 'fetchSpans'];
+  const known = ['meterProvider', 'tracerProvider', 'metrics', 'traces', 'fetchSpans', 'maxKeys'];
   for (const key of Object.keys(o)) {
     if (!known.includes(key)) {
       throw new TypeError(
@@ -250,6 +265,8 @@ function checkOptions(options: unknown): InstrumentOptions {
       throw new TypeError(`stormproof: instrument ${key} must be a boolean, got ${show(o[key])}`);
     }
   }
+  if (o.maxKeys !== undefined)
+    checkNumber('instrument', 'maxKeys', o.maxKeys, { min: 1, integer: true });
   return o as InstrumentOptions;
 }
 
@@ -280,7 +297,9 @@ export function instrument(options?: InstrumentOptions): Instrumentation {
     channel.subscribe(subscriber);
     stops.push(() => channel.unsubscribe(subscriber));
   };
-  if (o.metrics !== false) recordMetrics(o.meterProvider ?? metrics.getMeterProvider(), listen);
+  if (o.metrics !== false) {
+    recordMetrics(o.meterProvider ?? metrics.getMeterProvider(), listen, o.maxKeys ?? 1000);
+  }
   if (o.traces !== false) {
     recordTraces(
       o.tracerProvider ?? trace.getTracerProvider(),
@@ -307,7 +326,7 @@ type Listen = <M>(
   fn: (m: M) => void,
 ) => void;
 
-function recordMetrics(provider: MeterProvider, listen: Listen): void {
+function recordMetrics(provider: MeterProvider, listen: Listen, maxKeys: number): void {
   const meter = provider.getMeter(SCOPE, VERSION);
   const seconds = (name: string, description: string): Histogram =>
     meter.createHistogram(name, {
@@ -447,8 +466,24 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
     unit: '{decision}',
     description: 'Retry budget answers, by stormproof.budget.decision (allowed, refused).',
   });
-  const budgets: Array<{ ref: WeakRef<object>; type: string; tokens: number }> = [];
-  const budgetEntries = new WeakMap<object, { tokens: number }>();
+  // The budgets heard from, least recently first, by id: at most maxKeys, and none no longer held
+  // anywhere (a createFetch makes one per origin and forgets the origin used least recently).
+  // A forgotten budget's id goes to the next new one, so the ids stay below maxKeys.
+  interface BudgetEntry {
+    readonly id: number;
+    readonly ref: WeakRef<object>;
+    readonly type: string;
+    tokens: number;
+  }
+  const budgets = new Map<number, BudgetEntry>();
+  const budgetEntries = new WeakMap<object, BudgetEntry>();
+  const freeIds: number[] = [];
+  const forgetBudget = (entry: BudgetEntry) => {
+    budgets.delete(entry.id);
+    freeIds.push(entry.id);
+    const budget = entry.ref.deref();
+    if (budget !== undefined) budgetEntries.delete(budget);
+  };
   meter
     .createObservableGauge('stormproof.budget.tokens', {
       unit: '{token}',
@@ -456,14 +491,16 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
         'Tokens (credits, balance) a retry budget holds, as of its last answer: 0 or below half of a TokenBucket means retries stop.',
     })
     .addCallback((result) => {
-      budgets.forEach((entry, index) => {
-        if (entry.ref.deref() !== undefined) {
-          result.observe(entry.tokens, {
-            'stormproof.budget.id': index,
-            'stormproof.budget.type': entry.type,
-          });
+      for (const entry of budgets.values()) {
+        if (entry.ref.deref() === undefined) {
+          forgetBudget(entry);
+          continue;
         }
-      });
+        result.observe(entry.tokens, {
+          'stormproof.budget.id': entry.id,
+          'stormproof.budget.type': entry.type,
+        });
+      }
     });
   listen<BudgetMessage>(channels.budget, (m) => {
     const type = (m.budget as { constructor?: { name?: string } }).constructor?.name ?? 'Budget';
@@ -474,11 +511,20 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
     if (m.tokens === undefined) return;
     let entry = budgetEntries.get(m.budget);
     if (entry === undefined) {
-      const created = { ref: new WeakRef(m.budget), type, tokens: m.tokens };
-      budgets.push(created);
-      budgetEntries.set(m.budget, created);
-      entry = created;
+      if (budgets.size >= maxKeys) forgetBudget(budgets.values().next().value!);
+      // The lowest free id, else the next one.
+      let id = budgets.size;
+      if (freeIds.length > 0) {
+        const at = freeIds.indexOf(Math.min(...freeIds));
+        id = freeIds[at]!;
+        freeIds.splice(at, 1);
+      }
+      entry = { id, ref: new WeakRef(m.budget), type, tokens: m.tokens };
+      budgetEntries.set(m.budget, entry);
+    } else {
+      budgets.delete(entry.id); // moved to the end: heard from most recently
     }
+    budgets.set(entry.id, entry);
     entry.tokens = m.tokens;
   });
 
@@ -499,8 +545,8 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
     }
   });
 
-  // Breakers: state (a gauge per key) and transitions.
-  const breakers = new Map<string, number>();
+  // Breakers: state (a gauge per key, bounded as the budgets are) and transitions.
+  const breakers = new Map<string, { ref: WeakRef<object>; state: number }>();
   const transitions = meter.createCounter('stormproof.breaker.transitions', {
     unit: '{transition}',
     description: 'Circuit breaker state changes, by stormproof.breaker.from and .to.',
@@ -519,12 +565,22 @@ function recordMetrics(provider: MeterProvider, listen: Listen): void {
       description: 'Circuit breaker state: 0 closed, 1 open, 2 half-open, 3 isolated.',
     })
     .addCallback((result) => {
-      for (const [key, state] of breakers) result.observe(state, breakerAttrs(key));
+      for (const [key, { ref, state }] of breakers) {
+        if (ref.deref() === undefined) breakers.delete(key);
+        else result.observe(state, breakerAttrs(key));
+      }
     });
   listen<BreakerMessage>(channels.breaker, (m) => {
     const attrs = breakerAttrs(m.key);
+    const known = breakers.get(m.key);
+    if (known !== undefined) {
+      breakers.delete(m.key); // moved to the end: heard from most recently
+      breakers.set(m.key, known);
+    }
     if (m.type === 'state') {
-      breakers.set(m.key, BREAKER_STATES[m.to] ?? -1);
+      breakers.delete(m.key);
+      if (breakers.size >= maxKeys) breakers.delete(breakers.keys().next().value!);
+      breakers.set(m.key, { ref: new WeakRef(m.breaker), state: BREAKER_STATES[m.to] ?? -1 });
       transitions.add(1, {
         ...attrs,
         'stormproof.breaker.from': m.from,
