@@ -143,7 +143,7 @@ describe("axios-retry's suite, ported (test/axios-cases.ts), through the XHR ada
           return globalThis.cases[${i}].run(kit);
         })()`);
         expect(result).toEqual(c.expected);
-        checkReceived(c, steps?.received.get(path) ?? []);
+        await checkReceived(c, steps?.received.get(path) ?? []);
       },
       TEST_TIMEOUT,
     );

@@ -136,7 +136,7 @@ describe("axios-retry's suite, ported (test/axios-cases.ts), through the http ad
       httpAgent: () => new Agent(),
     };
     expect(await c.run(kit)).toEqual(c.expected);
-    checkReceived(c, steps.received.get(path) ?? []);
+    await checkReceived(c, steps.received.get(path) ?? []);
   });
 });
 
@@ -351,6 +351,7 @@ describe('bad options throw at construction, naming the option', () => {
       { 'axios-retry': { retries: 1 }, stormproof: { retries: 1 } },
       /stormproof or 'axios-retry', not both/,
     ],
+    [{ 'axios-retry': { retries: 1 }, stormproof: false }, /stormproof or 'axios-retry', not both/],
   ])("a bad config['axios-retry'] rejects the request, naming it: %j", async (config, message) => {
     handler = answer(200);
     await expect(client().get('/test', config as never)).rejects.toThrow(message);

@@ -119,8 +119,8 @@ export type OnRetry = (
 export type OnMaxRetryTimesExceeded = (error: AxiosError, retryCount: number) => unknown;
 
 /**
- * The options a single request may set for itself, in its config under `stormproof`
- * (axios-retry's per-request `'axios-retry'` key). `stormproof: false` sends the request once.
+ * The options a single request may set for itself, in its config under `stormproof` or under
+ * axios-retry's key `'axios-retry'` (one or the other). `stormproof: false` sends the request once.
  */
 export interface AxiosRetryRequestOptions {
   /**
@@ -626,7 +626,9 @@ export function axiosRetry(axios: AxiosLike, options?: AxiosRetryOptions): Axios
   const id = requests.use(
     (config) => {
       const spec = config.adapter;
-      if (config.stormproof === false || (spec as { [WRAPPED]?: true })?.[WRAPPED]) return config;
+      // `stormproof: false` beside 'axios-retry' options still goes to send(), which refuses both.
+      const once = config.stormproof === false && config['axios-retry'] === undefined;
+      if (once || (spec as { [WRAPPED]?: true })?.[WRAPPED]) return config;
       const wrapped = ((attemptConfig: InternalAxiosRequestConfig) =>
         send(settings, spec ?? DEFAULT_ADAPTERS, attemptConfig)) as AxiosAdapter & {
         [WRAPPED]?: true;

@@ -13,6 +13,8 @@ export interface Received {
   readonly path: string;
   readonly headers: IncomingMessage['headers'];
   readonly body: string;
+  /** Whether the connection closed before the answer was complete (a 'reset' step's, or the client's). */
+  closedEarly: boolean;
 }
 
 export interface StepServer {
@@ -52,8 +54,17 @@ export function perform(
   else setTimeout(act, s.delayMs);
 }
 
-/** Checks what the server received for a case against what the case says it must. */
-export function checkReceived(c: PortedCase, seen: readonly Received[]): void {
+/**
+ * Checks what the server received for a case against what the case says it must. The close of
+ * a connection the client cut reaches the server a moment later: waited for, up to 5 s.
+ */
+export async function checkReceived(c: PortedCase, seen: readonly Received[]): Promise<void> {
+  if (c.cutInFlight === true) {
+    for (let waited = 0; seen.at(-1)?.closedEarly !== true && waited < 5000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(seen.at(-1)?.closedEarly, 'the last request was cut before its answer').toBe(true);
+  }
   if (c.requests !== undefined) expect(seen, 'requests received').toHaveLength(c.requests);
   if (c.bodies !== undefined) expect(seen.map((r) => r.body)).toEqual(c.bodies);
   if (c.attemptHeaders !== undefined) {
@@ -83,11 +94,16 @@ export async function startStepServer(
       return;
     }
     const list = received.get(pathname) ?? [];
-    list.push({
+    const entry: Received = {
       method: req.method ?? '',
       path: req.url ?? '',
       headers: req.headers,
       body: Buffer.concat(chunks).toString('utf8'),
+      closedEarly: false,
+    };
+    list.push(entry);
+    res.on('close', () => {
+      if (!res.writableFinished) entry.closedEarly = true;
     });
     received.set(pathname, list);
     const mine = steps.get(pathname);
