@@ -4,7 +4,15 @@
 // the engine's: timeouts retried, a 500 once, POST never without a key); they only say which
 // failures a condition accepts, and the engine's rules still apply to what it accepts.
 
-/** The part of an axios error the predicates read. */
+/**
+ * The part of an axios error the predicates read: its code, its request's method, its
+ * response's status. Any `AxiosError` has this shape.
+ *
+ * @example
+ * ```ts
+ * isIdempotentRequestError({ config: { method: 'put' }, response: { status: 503 } }); // true
+ * ```
+ */
 export interface ConditionError {
   readonly code?: string | undefined;
   readonly config?: { readonly method?: string | undefined } | undefined;

@@ -79,7 +79,14 @@ export {
  */
 export const namespace = 'axios-retry';
 
-/** The helpers axios-retry hangs on its default export, here on `axiosRetry` too. */
+/**
+ * The helpers axios-retry hangs on its default export, here on `axiosRetry` (named or default).
+ *
+ * @example
+ * ```ts
+ * axiosRetry(axios, { retryCondition: axiosRetry.isSafeRequestError, retryDelay: axiosRetry.linearDelay(50) });
+ * ```
+ */
 export interface AxiosRetryStatics {
   readonly isNetworkError: typeof isNetworkError;
   readonly isRetryableError: typeof isRetryableError;
