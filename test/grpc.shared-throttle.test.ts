@@ -102,6 +102,20 @@ describe('one throttle for the retries and the hedges of a server (createThrottl
     expect(s.attempts('Unary')).toHaveLength(1); // throttled: no retry
   });
 
+  it('shares a throttle made by another installed copy of stormproof (the built package)', async () => {
+    // dist/ is built before the suite (test/setup/build.ts): a second copy of the module.
+    const url = new URL('../dist/grpc/index.js', import.meta.url).href;
+    const other = (await import(url)) as typeof import('../src/grpc/index.js');
+    expect(other.createThrottle).not.toBe(createThrottle);
+    const s = await server();
+    const { client, hedgeEvents } = mixedClient(s, other.createThrottle(TOKENS));
+    s.script({ code: UNAVAILABLE }, { code: UNAVAILABLE });
+    expect((await call(client, 'Unary')).code).toBe(UNAVAILABLE);
+    s.script(SLOW_OK, SLOW_OK);
+    expect(await attempts(s, 'ServerStream', () => call(client, 'ServerStream'))).toBe(1);
+    expect(hedgeEvents.at(-1)?.hedges?.refused).toEqual({ budget: 1 });
+  });
+
   it('keeps one bucket per channel target: failures at A leave B hedging', async () => {
     const throttle = createThrottle(TOKENS);
     const a = await server();
@@ -187,6 +201,8 @@ describe('createThrottle', () => {
     expect(() => createRetryInterceptor({ hedging: { maxAttempts: 2 }, ...both })).toThrow(
       /throttling or budget/,
     );
+    // Only a throttle made by createThrottle (of any installed copy: a Symbol.for brand) is
+    // shared; an object that merely looks like one is read as options.
     const fake = { maxTokens: 10, tokenRatio: 0.1, bucketOf: () => undefined };
     expect(() => createRetryInterceptor({ throttling: fake as never })).toThrow(/throttling/);
     expect(() => createRetryInterceptor({ throttling: null as never })).toThrow(/throttling/);

@@ -67,6 +67,8 @@ export interface Throttle {
 }
 
 const OWNER = 'createThrottle';
+/** Marks a throttle, so one from another installed copy of stormproof is still shared. */
+const BRAND = Symbol.for('stormproof.grpc.Throttle');
 const KEYS = ['maxTokens', 'tokenRatio'] as const;
 
 class SharedThrottle implements Throttle {
@@ -105,6 +107,11 @@ class SharedThrottle implements Throttle {
   bucketOf(target: string): TokenBucket {
     return this.#targets.get(target);
   }
+
+  /** The brand {@link toThrottle} looks for. */
+  get [BRAND](): true {
+    return true;
+  }
 }
 
 /**
@@ -113,7 +120,8 @@ class SharedThrottle implements Throttle {
  * `throttling` to the interceptor that retries some methods and to the one that hedges others,
  * and a target's retry failures take the tokens its hedges need (and its hedges' failures the
  * tokens its retries need), as grpc-js's one throttle per target does. Interceptors given plain
- * `{ maxTokens, tokenRatio }` options each keep throttles of their own.
+ * `{ maxTokens, tokenRatio }` options each keep throttles of their own. A throttle from another
+ * installed copy of stormproof is shared too (it carries a `Symbol.for` brand).
  *
  * Options are checked here: a wrong type, a value out of range, an unknown name or `null` throws a
  * TypeError or RangeError naming it.
@@ -140,6 +148,12 @@ export function createThrottle(options?: ThrottleOptions): Throttle {
  * `throttling` and `throttling.maxTokens` and so on.
  */
 export function toThrottle(owner: string, value: unknown, maxTargets: number): Throttle {
-  if (value instanceof SharedThrottle) return value;
+  if (
+    typeof value === 'object' &&
+    value !== null &&
+    (value as Record<symbol, unknown>)[BRAND] === true
+  ) {
+    return value as Throttle;
+  }
   return new SharedThrottle(owner, 'throttling', value, maxTargets);
 }
