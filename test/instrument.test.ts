@@ -352,6 +352,43 @@ describe('the server reports into stormproof:server', () => {
   });
 });
 
+describe('the server reports queueing and the ramp into stormproof:server', () => {
+  it('queued, with the queue length; ramp, with the share and step; the queued one admitted after', async () => {
+    const { createShedder } = await import('../src/server/index.js');
+    const seen: string[] = [];
+    const onServer = (m: import('../src/index.js').ServerMessage) =>
+      seen.push(
+        m.type === 'queued'
+          ? `queued ${m.queued} retry=${m.retry}`
+          : m.type === 'ramp'
+            ? `ramp share=${m.share} step=${m.step}`
+            : m.type === 'admitted'
+              ? `admitted queuedMs=${m.queuedMs}`
+              : m.type,
+      );
+    channels.server.subscribe(onServer);
+    stops.push(() => channels.server.unsubscribe(onServer));
+    const clock = new ManualClock();
+    const s = createShedder({ limit: 1, queue: { capacity: 4 }, clock, random: () => 0.5 });
+    const header = () => null;
+    const first = s.admit(header) as import('../src/server/index.js').Admission;
+    const second = s.admit(header);
+    expect(second).toBeInstanceOf(Promise);
+    s.reopen(); // a dependency is back: the ramp starts from its first step, a fifth of the limit
+    expect(s.stats()).toMatchObject({ queued: 1, rampShare: 0.2, rampStep: 0 });
+    clock.t = 3;
+    if ('finish' in first) first.finish(200);
+    expect('finish' in (await second)).toBe(true);
+    expect(seen).toEqual([
+      'admitted queuedMs=0',
+      'queued 1 retry=false',
+      'ramp share=0.2 step=0',
+      'finished',
+      'admitted queuedMs=3',
+    ]);
+  });
+});
+
 describe('breakers report into stormproof:breaker', () => {
   it('state changes, refusals and probes', async () => {
     const { CircuitBreaker } = await import('../src/index.js');
@@ -403,6 +440,43 @@ describe('timers report into stormproof:timer', () => {
     expect(errors).toBeGreaterThan(0);
     expect(seen.filter((m) => m.type === 'error')).toHaveLength(errors);
     expect(seen[0]).toMatchObject({ type: 'error', error: boom });
+  });
+});
+
+describe('timers report skipped runs into stormproof:timer', () => {
+  it('late (a wake after several slots) and overlap (a run still going), with the count', async () => {
+    const { every } = await import('../src/index.js');
+    const seen: Array<import('../src/index.js').TimerMessage> = [];
+    const onTimer = (m: import('../src/index.js').TimerMessage) => seen.push(m);
+    channels.timer.subscribe(onTimer);
+    stops.push(() => channels.timer.unsubscribe(onTimer));
+    const skips: Array<{ reason: string; skipped: number }> = [];
+    const run = async (clock: ManualClock, task: () => Promise<void>) => {
+      const stop = new AbortController();
+      const done = every(1000, task, {
+        clock,
+        wallClock: () => clock.t,
+        signal: stop.signal,
+        jitter: 0,
+        onSkip: ({ reason, skipped }) => skips.push({ reason, skipped }),
+      });
+      await clock.advance(5000);
+      stop.abort();
+      await done;
+    };
+    // Every timer fires 2.5 s late: slots go by unrun.
+    await run(new ManualClock({ lateMs: 2500 }), async () => {});
+    // The first run takes 2.5 s: the slots during it are skipped.
+    const slow = new ManualClock();
+    let runs = 0;
+    await run(slow, async () => {
+      if (++runs === 1) await slow.sleep(2500);
+    });
+    expect(skips.map((k) => k.reason)).toContain('late');
+    expect(skips.map((k) => k.reason)).toContain('overlap');
+    expect(
+      seen.filter((m) => m.type === 'skip').map((m) => ({ reason: m.reason, skipped: m.skipped })),
+    ).toEqual(skips);
   });
 });
 

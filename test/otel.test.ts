@@ -17,7 +17,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { CircuitBreaker, createRetryPolicy, retry } from '../src/index.js';
-import { instrument, undiciStartSpanHook } from '../src/otel/index.js';
+import { instrument, undiciRequestHook, undiciStartSpanHook } from '../src/otel/index.js';
 import { createShedder } from '../src/server/index.js';
 import { httpError, ManualClock } from './helpers/clocks.js';
 
@@ -217,6 +217,64 @@ describe('stormproof/otel metrics', () => {
     }
   });
 
+  it('the ramp: its share as a gauge, requests past it shed with reason ramp; the queue as a gauge', async () => {
+    const { reader } = setup();
+    const clock = new ManualClock();
+    const ramped = createShedder({ limit: 10, queue: { capacity: 4 }, clock, random: () => 0.5 });
+    const queueing = createShedder({ limit: 1, queue: { capacity: 4 }, clock, random: () => 0.5 });
+    ramped.reopen(); // a dependency is back: a fifth of the limit of 10 runs at once, 2
+    const answers = [1, 2, 3].map(() => ramped.admit(() => null));
+    expect(answers.map((a) => 'finish' in a)).toEqual([true, true, false]);
+    queueing.admit(() => null);
+    const waiting = queueing.admit(() => null);
+    expect(waiting).toBeInstanceOf(Promise);
+    const m = await read(reader);
+    const byServer = (name: string) =>
+      m.get(name)!.points.map((p) => [p.attributes['stormproof.server.id'], p.value]);
+    expect(byServer('stormproof.server.ramp.share')).toEqual([
+      [0, ramped.stats().rampShare],
+      [1, 1],
+    ]);
+    expect(ramped.stats().rampShare).toBe(0.2);
+    expect(m.get('stormproof.server.ramp.share')!.unit).toBe('1');
+    expect(byServer('stormproof.server.queued')).toEqual([
+      [0, 0],
+      [1, 1],
+    ]);
+    expect(
+      m
+        .get('stormproof.server.shed')!
+        .points.map((p) => [p.attributes['stormproof.shed.reason'], p.value]),
+    ).toEqual([['ramp', 1]]);
+    queueing.close();
+    await waiting;
+  });
+
+  it('timer runs skipped, by reason, counted by how many', async () => {
+    const { reader } = setup();
+    const { every } = await import('../src/index.js');
+    const clock = new ManualClock({ lateMs: 2500 });
+    const stop = new AbortController();
+    const skips: number[] = [];
+    const done = every(1000, () => {}, {
+      clock,
+      wallClock: () => clock.t,
+      signal: stop.signal,
+      jitter: 0,
+      onSkip: ({ skipped }) => skips.push(skipped),
+    });
+    await clock.advance(5000);
+    stop.abort();
+    await done;
+    expect(skips.length).toBeGreaterThan(0);
+    const m = await read(reader);
+    const skipped = m.get('stormproof.timer.skipped')!;
+    expect(skipped.unit).toBe('{run}');
+    expect(skipped.points.map((p) => [p.attributes, p.value])).toEqual([
+      [{ 'stormproof.timer.skip.reason': 'late' }, skips.reduce((a, b) => a + b, 0)],
+    ]);
+  });
+
   it("gateway mode: the throttle's probability of rejecting locally, for gateways only", async () => {
     const { reader } = setup();
     const clock = { now: () => 0, sleep: async () => {} };
@@ -380,6 +438,35 @@ describe('stormproof/otel traces', () => {
     expect(gets).toHaveLength(3);
     for (const get of gets) expect(get.parentSpanContext?.spanId).toBe(call.spanContext().spanId);
     expect(gets.map((s) => s.attributes['http.request.resend_count'])).toEqual([undefined, 1, 2]);
+  });
+
+  it('undiciRequestHook sets the resend count on the span of each re-send, and nothing else', async () => {
+    setup();
+    // What instrumentation-undici does with its requestHook: calls it with the request's span.
+    const set: Array<Array<[string, unknown]>> = [];
+    const hook = () => {
+      const calls: Array<[string, unknown]> = [];
+      undiciRequestHook({
+        setAttribute: (key: string, value: unknown) => calls.push([key, value]),
+      } as never);
+      set.push(calls);
+    };
+    hook(); // outside any call: not a resend
+    let n = 0;
+    await retry(
+      async () => {
+        hook();
+        if (++n < 3) throw httpError(503);
+        return 'ok';
+      },
+      { baseDelayMs: 1, budget: false },
+    );
+    expect(set).toEqual([
+      [],
+      [],
+      [['http.request.resend_count', 1]],
+      [['http.request.resend_count', 2]],
+    ]);
   });
 
   it('stop() unsubscribes; bad options throw naming the option', async () => {
