@@ -256,10 +256,11 @@ add({
 add({
   name: 'resets the timeout between attempts (the default here, opt-in in axios-retry)',
   from: 'satisfies the retry condition: should reset the original timeout between requests',
-  steps: [{ delayMs: 300, body: 'slow' }, { delayMs: 300, body: 'slow' }, { body: 'fast' }],
+  // Two attempts cut at 400 ms each; the third has 400 ms again (not 400 - 800) for its answer.
+  steps: [{ delayMs: 2000, body: 'slow' }, { delayMs: 2000, body: 'slow' }, { body: 'fast' }],
   requests: 3,
   expected: { status: 200, data: 'fast' },
-  run: (kit) => settle(kit, client(kit, { retries: 3 }).get(kit.url, { timeout: 100 })),
+  run: (kit) => settle(kit, client(kit, { retries: 3 }).get(kit.url, { timeout: 400 })),
 });
 
 add({
@@ -409,16 +410,16 @@ add({
 add({
   name: 'an abort cancels the attempt in flight',
   from: 'when request is aborted: should cancel old requests',
-  // The server would answer 429 after 1 s; the abort comes at 150 ms, during the first attempt,
+  // The server would answer 429 after 5 s; the abort comes at 400 ms, during the first attempt,
   // and the server sees that attempt's connection go before it answers.
-  steps: [{ status: 429, delayMs: 1000 }],
+  steps: [{ status: 429, delayMs: 5000 }],
   requests: 1,
   cutInFlight: true,
   expected: { canceled: true },
   run: async (kit) => {
     const instance = client(kit, { retries: 2, retryDelay: () => 0 });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 150);
+    setTimeout(() => controller.abort(), 400);
     return settle(kit, instance.get(kit.url, { signal: controller.signal }));
   },
 });
