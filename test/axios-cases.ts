@@ -523,6 +523,19 @@ add({
 });
 
 add({
+  name: "config['axios-retry'] in an instance's defaults applies to its requests",
+  from: "(should use request-specific configuration, from axios.create's defaults)",
+  steps: [503, 200],
+  requests: 1,
+  expected: { status: 503, reason: 'max-attempts', attempts: 1 },
+  run: (kit) => {
+    const instance = kit.axios.create({ adapter: kit.adapter, 'axios-retry': { retries: 0 } });
+    kit.sp.axiosRetry(instance, { getAdapter: kit.axios.getAdapter, clock: instantClock() });
+    return settle(kit, instance.get(kit.url));
+  },
+});
+
+add({
   name: 'stormproof: false sends the request once',
   from: '(stormproof) a request that opts out',
   steps: [503, 200],
