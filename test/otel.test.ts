@@ -1,5 +1,5 @@
-// stormproof/otel against the real OpenTelemetry SDK: metrics read through an in-memory metric
-// reader, spans through InMemorySpanExporter; the end-to-end runs (a shedding server scraped
+// stormproof/otel against the real OpenTelemetry SDK: metrics through the SDK's
+// InMemoryMetricExporter, spans through InMemorySpanExporter; the end-to-end runs (a shedding server scraped
 // through exporter-prometheus, a fetch client against a failing server) are in
 // test/otel.integration.test.ts.
 import { context, trace } from '@opentelemetry/api';
@@ -7,8 +7,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import {
   AggregationTemporality,
   type DataPoint,
+  InMemoryMetricExporter,
   MeterProvider,
-  MetricReader,
+  PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import {
   BasicTracerProvider,
@@ -21,17 +22,21 @@ import { instrument, undiciRequestHook, undiciStartSpanHook } from '../src/otel/
 import { createShedder } from '../src/server/index.js';
 import { httpError, ManualClock } from './helpers/clocks.js';
 
-class TestReader extends MetricReader {
-  constructor() {
-    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
-  }
-  protected async onForceFlush(): Promise<void> {}
-  protected async onShutdown(): Promise<void> {}
+/** The SDK's in-memory metric exporter, behind a reader that exports only when flushed. */
+class MetricSink {
+  readonly exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+  readonly reader = new PeriodicExportingMetricReader({
+    exporter: this.exporter,
+    exportIntervalMillis: 2 ** 31 - 1,
+  });
 }
 
-/** Every data point of every metric, by metric name. */
-async function read(reader: MetricReader) {
-  const { resourceMetrics } = await reader.collect();
+/** Every data point of every metric, by metric name, as the exporter got them on a flush. */
+async function read(sink: MetricSink) {
+  sink.exporter.reset();
+  await sink.reader.forceFlush();
+  const resourceMetrics = sink.exporter.getMetrics().at(-1);
+  if (resourceMetrics === undefined) throw new Error('the flush exported nothing');
   const out = new Map<string, { unit: string; points: DataPoint<unknown>[] }>();
   for (const scope of resourceMetrics.scopeMetrics) {
     for (const metric of scope.metrics) {
@@ -58,8 +63,8 @@ afterEach(async () => {
 });
 
 function setup(options: { maxKeys?: number } = {}) {
-  const reader = new TestReader();
-  const meterProvider = new MeterProvider({ readers: [reader] });
+  const reader = new MetricSink();
+  const meterProvider = new MeterProvider({ readers: [reader.reader] });
   const exporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({
     spanProcessors: [new SimpleSpanProcessor(exporter)],
