@@ -3,8 +3,8 @@
 // retry policy or a hedging policy, so it takes two interceptors, and each made its own token
 // buckets. A `createThrottle()` given to both is one throttle per channel target. Real grpc-js
 // servers on 127.0.0.1, port 0; retry waits on an injected clock.
-import type { Client, Interceptor } from '@grpc/grpc-js';
-import { afterEach, describe, expect, it } from 'vitest';
+import type { Interceptor } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
 import type { SuccessEvent } from '../src/core/options.js';
 import {
   createRetryInterceptor,
@@ -15,22 +15,11 @@ import {
   type ThrottlingOptions,
 } from '../src/grpc/index.js';
 import { instantClock } from './helpers/clocks.js';
-import { call, connect, type ScriptedServer, startServer } from './helpers/grpc.js';
+import { call, closedAfterEach, connect, type ScriptedServer } from './helpers/grpc.js';
 
 const UNAVAILABLE = 14;
 
-const servers: ScriptedServer[] = [];
-const clients: Client[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function server(): Promise<ScriptedServer> {
-  const s = await startServer();
-  servers.push(s);
-  return s;
-}
+const { clients, server } = closedAfterEach();
 
 /**
  * One client whose `Unary` method is retried (at most 2 attempts) and whose `ServerStream` method

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Client, Metadata, type ServiceError, type StatusObject } from '@grpc/grpc-js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Clock } from '../src/core/clock.js';
 import { createRetryPolicy, getRetryReport } from '../src/core/retry.js';
 import {
@@ -21,9 +21,9 @@ import { checkStack } from '../src/sim/check.js';
 import { instantClock, ManualClock } from './helpers/clocks.js';
 import {
   call,
+  closedAfterEach,
   connect,
   definition,
-  type ScriptedServer,
   SERVICE,
   startServer,
 } from './helpers/grpc.js';
@@ -37,12 +37,7 @@ const INVALID_ARGUMENT = 3;
 const RESOURCE_EXHAUSTED = 8;
 const UNAVAILABLE = 14;
 
-const servers: ScriptedServer[] = [];
-const clients: Client[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
+const { servers, clients } = closedAfterEach();
 
 async function withInterceptor(options: RetryInterceptorOptions) {
   const s = await startServer();

@@ -4,27 +4,16 @@
 // Two real grpc-js servers on 127.0.0.1, port 0, one interceptor shared by clients of both;
 // waits on an injected clock, so nothing here depends on how fast the machine is.
 import type { Client } from '@grpc/grpc-js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TokenBucket } from '../src/core/budgets/token-bucket.js';
 import { createRetryInterceptor, type RetryInterceptorOptions } from '../src/grpc/index.js';
 import { instantClock } from './helpers/clocks.js';
-import { call, connect, type ScriptedServer, startServer } from './helpers/grpc.js';
+import { call, closedAfterEach, connect, type ScriptedServer } from './helpers/grpc.js';
 
 const OK = 0;
 const UNAVAILABLE = 14;
 
-const servers: ScriptedServer[] = [];
-const clients: Client[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-});
-
-async function server(): Promise<ScriptedServer> {
-  const s = await startServer();
-  servers.push(s);
-  return s;
-}
+const { clients, server } = closedAfterEach();
 
 /** One interceptor, as an application shares it, and a new client (channel) per call to `to`. */
 function sharedInterceptor(options: RetryInterceptorOptions) {

@@ -17,6 +17,7 @@ import {
   type ServiceError,
   type sendUnaryData,
 } from '@grpc/grpc-js';
+import { afterEach } from 'vitest';
 
 export const SERVICE = 'stormproof.test.Echo';
 
@@ -325,4 +326,27 @@ export function call(
       }
     }
   });
+}
+
+/**
+ * The servers and clients a test file starts: each client closed and each server stopped after
+ * every test. `server()` starts one and keeps it for that.
+ */
+export function closedAfterEach(): {
+  servers: ScriptedServer[];
+  clients: Client[];
+  server(): Promise<ScriptedServer>;
+} {
+  const servers: ScriptedServer[] = [];
+  const clients: Client[] = [];
+  afterEach(async () => {
+    for (const c of clients.splice(0)) c.close();
+    await Promise.all(servers.splice(0).map((s) => s.stop()));
+  });
+  const server = async () => {
+    const s = await startServer();
+    servers.push(s);
+    return s;
+  };
+  return { servers, clients, server };
 }
