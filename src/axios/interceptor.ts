@@ -813,9 +813,12 @@ function requestRules(base: RequestRules, config: InternalAxiosRequestConfig): R
       `stormproof: axios request config takes stormproof or 'axios-retry', not both (stormproof: ${show(own)}, 'axios-retry': ${show(alias)})`,
     );
   }
+  if (alias === undefined && (own === undefined || own === false)) return base;
+  const value = alias ?? own;
+  const owner =
+    alias !== undefined ? "axios request config 'axios-retry'" : 'axios request config stormproof';
+  const given = checkOptionsObject(owner, value);
   if (alias !== undefined) {
-    const owner = "axios request config 'axios-retry'";
-    const given = checkOptionsObject(owner, alias);
     for (const key of AXIOS_RETRY_STATE_KEYS) {
       if (given[key] !== undefined) {
         throw new TypeError(
@@ -823,12 +826,7 @@ function requestRules(base: RequestRules, config: InternalAxiosRequestConfig): R
         );
       }
     }
-    checkKnownKeys(owner, given, REQUEST_KEYS);
-    return checkRules(owner, given, base);
   }
-  if (own === undefined || own === false) return base;
-  const owner = 'axios request config stormproof';
-  const given = checkOptionsObject(owner, own);
   checkKnownKeys(owner, given, REQUEST_KEYS);
   return checkRules(owner, given, base);
 }
