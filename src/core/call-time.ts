@@ -108,17 +108,18 @@ export function checkedStart(clock: Clock, startedAt: number, nowMs: number): nu
 }
 
 function readingOf(clock: Clock): SharedReading | null {
-  let reading: SharedReading | null | undefined;
-  if (clock === lastClock) reading = lastReading;
-  else {
-    reading = readings.get(clock);
-    if (reading === undefined) {
-      const windowMs = clock.coarseMs;
-      reading = windowMs === undefined ? null : new SharedReading(clock, windowMs);
-      readings.set(clock, reading);
-    }
-    lastClock = clock;
-    lastReading = reading;
+  return clock === lastClock ? lastReading : lookUp(clock);
+}
+
+// Out of line: `readingOf` stays small, and with it the inlined start of every call.
+function lookUp(clock: Clock): SharedReading | null {
+  let reading = readings.get(clock);
+  if (reading === undefined) {
+    const windowMs = clock.coarseMs;
+    reading = windowMs === undefined ? null : new SharedReading(clock, windowMs);
+    readings.set(clock, reading);
   }
+  lastClock = clock;
+  lastReading = reading;
   return reading;
 }

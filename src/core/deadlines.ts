@@ -42,14 +42,34 @@ function unlink(entry: Deadline): void {
   next.prevDeadline = prev;
 }
 
+/**
+ * The entry a list's ring runs through, so that an entry in a list always has neighbours. It
+ * knows its list: an entry that leaves finds it there, without a lookup, when the list empties.
+ */
+interface Ring extends Deadline {
+  readonly list: DeadlineList;
+}
+
+/**
+ * Takes `entry` out of its list before it expires (nothing happens if it is in none). Only an
+ * emptied list needs to know, and then the entry's one neighbour is the list's ring.
+ */
+export function leave(entry: Deadline): void {
+  const next = entry.nextDeadline;
+  if (next === undefined) return;
+  unlink(entry);
+  entry.nextDeadline = entry.prevDeadline = undefined;
+  if (next.nextDeadline === next) (next as Ring).list.emptied();
+}
+
 /** The entries of one (clock, duration): they expire in the order they were added. */
 export class DeadlineList {
-  /** The list is a ring through this entry, so that an entry in a list always has neighbours. */
-  private readonly ring: Deadline = {
+  private readonly ring: Ring = {
     startedAt: 0,
     nextDeadline: undefined,
     prevDeadline: undefined,
     expire: () => {},
+    list: this,
   };
   /** The system clock's timer: unreferenced, not cleared, while the list is empty (cheaper). */
   private platformTimer: PlatformTimer | undefined;
@@ -79,22 +99,23 @@ export class DeadlineList {
    */
   add(entry: Deadline, nowMs: number): void {
     append(this.ring, entry);
+    // Most often its timer is armed and holds the process already: the rest is out of line, so
+    // that `add` stays small enough for V8 to inline where a call starts.
+    if (this.platformTimer === undefined || !this.holdsProcess) this.hold(entry, nowMs);
+  }
+
+  /** Arms the timer for `entry` if none is armed, or makes the armed one hold the process. */
+  private hold(entry: Deadline, nowMs: number): void {
     const timer = this.platformTimer;
     if (timer !== undefined) {
-      if (!this.holdsProcess) {
-        // A pending call must keep the process alive until it settles, as its own timer would.
-        timer.ref?.();
-        this.holdsProcess = true;
-      }
+      // A pending call must keep the process alive until it settles, as its own timer would.
+      timer.ref?.();
+      this.holdsProcess = true;
     } else if (this.cancelTimer === undefined) this.arm(entry.startedAt + this.ms - nowMs);
   }
 
-  /** Removes an entry before it expires (nothing happens if it is not in the list). */
-  remove(entry: Deadline): void {
-    if (entry.nextDeadline === undefined) return;
-    unlink(entry);
-    entry.nextDeadline = entry.prevDeadline = undefined;
-    if (!this.isEmpty()) return;
+  /** Its last entry left before it expired (see `leave`). */
+  emptied(): void {
     if (this.platformTimer !== undefined) {
       if (this.holdsProcess && !this.releaseQueued) releaseSoon(this);
     } else if (this.cancelTimer !== undefined) {
@@ -166,7 +187,7 @@ export class DeadlineList {
       entry !== ring && entry.startedAt + ms <= now;
       entry = ring.nextDeadline!
     ) {
-      this.remove(entry);
+      leave(entry);
       entry.expire(now);
     }
     const head = ring.nextDeadline!;
@@ -232,6 +253,12 @@ function forget(clock: Clock, ms: number, list: DeadlineList): void {
 export function deadlineList(clock: Clock, ms: number): DeadlineList {
   const first = recent;
   if (first !== undefined && first.clock === clock && first.ms === ms) return first;
+  return lookUp(clock, ms);
+}
+
+// Out of line: `deadlineList` stays small enough for V8 to inline where a call starts.
+function lookUp(clock: Clock, ms: number): DeadlineList {
+  const first = recent;
   const second = older;
   if (second !== undefined && second.clock === clock && second.ms === ms) {
     older = first;

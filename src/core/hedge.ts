@@ -10,7 +10,7 @@ import type { Budget } from './budgets/budget.js';
 import { classify } from './classify.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type CallRef, channels, type HedgeMessage } from './instrument.js';
-import { LazyAbort } from './lazy-abort.js';
+import { AttemptScope } from './lazy-abort.js';
 import type { AttemptContext, ResolvedPolicy } from './options.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject } from './validate.js';
 
@@ -281,17 +281,17 @@ export function hedgeReport(counts: HedgeCounts): HedgeReport {
 }
 
 /** One copy of an attempt: what the operation sees, and how to stop it. */
-class Copy extends LazyAbort implements AttemptContext {
+class Copy extends AttemptScope {
   /** It answered or failed. */
   done = false;
 
   constructor(
-    readonly attempt: number,
+    attempt: number,
     /** 0 for the first copy, 1 and up for hedges. */
     readonly hedge: number,
     readonly startedAt: number,
   ) {
-    super();
+    super(attempt);
   }
 }
 
