@@ -3,6 +3,7 @@
 // server-trace.test.ts.
 import { describe, expect, it } from 'vitest';
 import { Answers } from '../src/server/answers.js';
+import { DemandGauge } from '../src/server/demand.js';
 import { resolveShedderOptions } from '../src/server/options.js';
 import { createPushback } from '../src/server/pushback.js';
 import { CodelQueue, type Waiter } from '../src/server/queue.js';
@@ -116,6 +117,119 @@ describe('the CoDel queue', () => {
     expect(q.take(0, () => false)).toBe(retry0); // no first attempt left at level 0
     expect(q.take(0, () => true)).toBe(first1);
     q.schedule(0);
+  });
+});
+
+/**
+ * One block of the gauge: `arrivals` and `completions` interleaved evenly, ending with 32
+ * completions or 48 arrivals (what closes a block).
+ */
+function block(gauge: DemandGauge, arrivals: number, completions: number): boolean {
+  const events = [
+    ...Array.from({ length: arrivals }, (_, i) => ({ at: (i + 1) / arrivals, arrival: true })),
+    ...Array.from({ length: completions }, (_, i) => ({
+      at: (i + 1) / completions,
+      arrival: false,
+    })),
+  ].sort((a, b) => a.at - b.at);
+  for (const e of events) {
+    if (e.arrival) gauge.arrived();
+    else gauge.completed();
+  }
+  return gauge.belowCapacity;
+}
+
+describe('the demand gauge (arrivals against completions)', () => {
+  it('starts above capacity, and turns below after four blocks of fewer than 1.5 arrivals a completion', () => {
+    const gauge = new DemandGauge();
+    expect(gauge.belowCapacity).toBe(false);
+    for (let i = 0; i < 3; i++) expect(block(gauge, 47, 32)).toBe(false);
+    expect(block(gauge, 47, 32)).toBe(true);
+  });
+
+  it('needs the four in a row, and turns back above after two in a row', () => {
+    const gauge = new DemandGauge();
+    for (let i = 0; i < 3; i++) block(gauge, 30, 32);
+    expect(block(gauge, 48, 24)).toBe(false); // 48 arrivals close a block: 2 a completion
+    for (let i = 0; i < 3; i++) expect(block(gauge, 30, 32)).toBe(false);
+    expect(block(gauge, 30, 32)).toBe(true);
+    expect(block(gauge, 48, 24)).toBe(true); // one stray block is forgotten
+    expect(block(gauge, 30, 32)).toBe(true);
+    expect(block(gauge, 48, 24)).toBe(true);
+    expect(block(gauge, 48, 24)).toBe(false);
+  });
+
+  it('judges a block that completes nothing by its arrivals: a backend that hangs is above', () => {
+    const gauge = new DemandGauge();
+    for (let i = 0; i < 4; i++) block(gauge, 0, 32);
+    expect(gauge.belowCapacity).toBe(true);
+    expect(block(gauge, 96, 0)).toBe(false); // two blocks of 48 arrivals, no completion
+  });
+});
+
+describe('the CoDel queue while requests arrive below capacity', () => {
+  const latencyMs = 10;
+  const patient = (clock: ManualClock) => {
+    const answers: string[] = [];
+    const q = new CodelQueue<string>(
+      { ...SETTINGS, capacity: 100, follow: () => latencyMs },
+      RANKS,
+      clock,
+      (waiter, nowMs) => waiter.resolve(`expired at ${nowMs}`),
+    );
+    const waiter = (id: number): Waiter<string> => ({
+      enqueuedAt: clock.t,
+      retry: false,
+      caller: undefined,
+      resolve: (answer) => answers.push(`${id} ${answer}`),
+    });
+    return { q, waiter, answers };
+  };
+
+  it('lets a request wait 20 unloaded latencies, oldest first; strict again when arrivals outrun completions', async () => {
+    const clock = new ManualClock();
+    const { q, waiter } = patient(clock);
+    expect(q.demand?.belowCapacity).toBe(false);
+    // Strict: half the unloaded latency at most, newest first once the oldest waited a quarter.
+    expect(q.maxWait(clock.t)).toBe(5);
+    for (let i = 0; i < 4; i++) block(q.demand!, 40, 32);
+    expect(q.demand!.belowCapacity).toBe(true);
+    expect(q.maxWait(clock.t)).toBe(20 * latencyMs);
+    const a = waiter(1);
+    q.push(0, a, clock.t);
+    await clock.advance(1);
+    q.push(0, waiter(2), clock.t);
+    await clock.advance(50); // far past the target and the interval
+    expect(q.take(clock.t, () => false)).toBe(a);
+    expect(q.wouldOverrun(clock.t, 1)).toBe(false);
+    block(q.demand!, 48, 0);
+    block(q.demand!, 48, 0);
+    expect(q.demand!.belowCapacity).toBe(false);
+    expect(q.maxWait(clock.t)).toBeLessThan(2 * latencyMs);
+    q.clear();
+    q.schedule(clock.t);
+  });
+
+  for (const lateMs of [0, 7]) {
+    it(`sweeps a waiter out after 20 unloaded latencies, not before (clock ${lateMs} ms late)`, async () => {
+      const clock = new ManualClock({ lateMs });
+      const { q, waiter, answers } = patient(clock);
+      for (let i = 0; i < 4; i++) block(q.demand!, 40, 32);
+      q.push(0, waiter(1), clock.t);
+      await clock.advance(199);
+      expect(answers).toEqual([]);
+      await clock.advance(100);
+      expect(answers).toHaveLength(1);
+      const at = Number(answers[0]!.split(' ').pop());
+      expect(at).toBeGreaterThan(200);
+      expect(at).toBeLessThanOrEqual(201 + lateMs + 5);
+      expect(clock.pending.timers).toBe(0);
+    });
+  }
+
+  it('has no gauge when its times are given (they do not follow a latency)', () => {
+    const clock = new ManualClock();
+    expect(new CodelQueue<string>(SETTINGS, RANKS, clock, () => {}).demand).toBeUndefined();
   });
 });
 

@@ -223,7 +223,9 @@ export interface ShedderOptions extends ShedderHooks {
   /**
    * The bounded CoDel queue in front of the limit, or `false` to reject at once when full.
    * With the knee limit, the target and interval not given follow the unloaded latency it
-   * measures (the interval half that latency, the target a quarter of it).
+   * measures (the interval half that latency, the target a quarter of it), and while the
+   * queue counts requests arriving below capacity (fewer than 1.5 a completion, four blocks of
+   * 32 completions in a row), a request may wait 20 such latencies, oldest first.
    * @default { capacity: 100, targetMs: 5, intervalMs: 100 }
    * @example
    * ```ts

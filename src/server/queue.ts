@@ -2,6 +2,7 @@
 // ("Fail at Scale", folly's Codel). One deque per rank (criticality and first attempt or retry,
 // ranked by shares.ts), the oldest of each at its head; one timer sweeps out what waited too long.
 import type { Clock } from '../core/clock.js';
+import { DemandGauge } from './demand.js';
 
 /** Whether the caller of a request has gone away; an `AbortSignal` is one. */
 export interface CallerState {
@@ -34,6 +35,12 @@ export interface QueueSettings {
 /** The shortest and longest interval when the queue follows the unloaded latency, ms. */
 const FOLLOW_MIN_MS = 1;
 const FOLLOW_MAX_MS = 1000;
+/**
+ * While requests arrive below capacity, a request may wait this many unloaded latencies: the
+ * queue drains by itself. An M/M/4 queue at 95 % load (the map's server) waits longer than 20
+ * service times 1.6 % of the time, at 90 % load 0.03 %.
+ */
+const PATIENT_LATENCIES = 20;
 
 /**
  * The queue turns overloaded when it has not been empty for a whole interval; then a request may
@@ -49,6 +56,12 @@ const FOLLOW_MAX_MS = 1000;
  * follow it: the interval is half that latency (between 1 ms and 1 s) and the target a quarter
  * of it, so an admitted request waits at most about half its service time in the queue,
  * however fast or slow the backend is.
+ *
+ * A queue that follows the latency also counts arrivals against completions (`demand`). While
+ * requests arrive below capacity, its queue drains by itself: a request may then wait 20 unloaded
+ * latencies, oldest first, and the short waits return when arrivals outrun completions. Near
+ * capacity, a service whose latencies spread widely (an exponential service) has a long queue
+ * by nature, and a wait of half its latency would shed a tenth of what it could serve.
  */
 export class CodelQueue<A> {
   private readonly deques: Waiter<A>[][];
@@ -63,6 +76,8 @@ export class CodelQueue<A> {
   /** The target and interval in force, ms. */
   private targetMs: number;
   private intervalMs: number;
+  /** Arrivals against completions, when the queue follows the limit's latency. */
+  readonly demand: DemandGauge | undefined;
 
   /**
    * @param ranks the number of deques, most important first
@@ -77,6 +92,15 @@ export class CodelQueue<A> {
     this.deques = Array.from({ length: ranks }, () => []);
     this.targetMs = settings.targetMs;
     this.intervalMs = settings.intervalMs;
+    this.demand = settings.follow === undefined ? undefined : new DemandGauge();
+  }
+
+  /** How long a request may wait while requests arrive below capacity, if they do, ms. */
+  private patientMs(): number | undefined {
+    if (this.demand?.belowCapacity !== true) return undefined;
+    const latency = this.settings.follow?.();
+    if (latency === undefined || !(latency > 0)) return undefined;
+    return Math.max(this.intervalMs, PATIENT_LATENCIES * latency);
   }
 
   /** Moves the target and interval to the latency the queue follows, when there is one. */
@@ -107,9 +131,20 @@ export class CodelQueue<A> {
     return this.overloaded;
   }
 
-  /** The longest a request may wait now: twice the target while overloaded, else the interval. */
+  /**
+   * The longest a request may wait now: 20 unloaded latencies while requests arrive below
+   * capacity, else twice the target while overloaded, else the interval.
+   */
   maxWait(nowMs: number): number {
-    return this.isOverloaded(nowMs) ? 2 * this.targetMs : this.intervalMs;
+    const overloaded = this.isOverloaded(nowMs);
+    return this.patientMs() ?? (overloaded ? 2 * this.targetMs : this.intervalMs);
+  }
+
+  /** Newest first: once a queue forms or while overloaded, unless arrivals are below capacity. */
+  private lifo(nowMs: number): boolean {
+    const overloaded = this.isOverloaded(nowMs);
+    if (this.patientMs() !== undefined) return false;
+    return overloaded || nowMs - this.oldestEnqueuedAt() > this.targetMs;
   }
 
   /** When the oldest waiting request arrived; each deque holds its oldest at its head. */
@@ -131,8 +166,7 @@ export class CodelQueue<A> {
     if (this.length === 0 || drainPerMs === undefined || !(drainPerMs > 0)) return false;
     const maxWait = this.maxWait(nowMs);
     const age = nowMs - this.oldestEnqueuedAt();
-    const lifo = this.isOverloaded(nowMs) || age > this.targetMs;
-    return (lifo ? age : 0) + (this.length + 1) / drainPerMs > maxWait;
+    return (this.lifo(nowMs) ? age : 0) + (this.length + 1) / drainPerMs > maxWait;
   }
 
   /** Adds a waiter at `rank` and makes sure the sweep will find it. */
@@ -155,8 +189,7 @@ export class CodelQueue<A> {
       if (firsts.length === 0 && retries.length === 0) continue;
       const deque =
         retries.length > 0 && (firsts.length === 0 || retriesFirst()) ? retries : firsts;
-      const lifo = this.isOverloaded(nowMs) || nowMs - this.oldestEnqueuedAt() > this.targetMs;
-      const waiter = lifo ? deque.pop() : deque.shift();
+      const waiter = this.lifo(nowMs) ? deque.pop() : deque.shift();
       this.length--;
       return waiter;
     }

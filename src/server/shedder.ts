@@ -203,6 +203,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
           });
         }
         pushback.completed(nowMs);
+        queue?.demand?.completed();
         ramp?.record(nowMs, latencyMs, failed, startedAt);
         if (throttle && !failed) throttle.accept(nowMs);
         if (queue !== undefined && queue.length > 0) drain(queue, nowMs);
@@ -240,6 +241,7 @@ export function createShedder(options?: ShedderOptions): Shedder {
     settle: ((admission: Admission) => void) | undefined,
   ): Admission | Promise<Admission> | undefined {
     const nowMs = clock.now();
+    queue?.demand?.arrived();
     if (throttle) {
       const p = throttle.rejectProbability(nowMs);
       if (p > 0 && random() < p) {
