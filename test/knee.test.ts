@@ -255,13 +255,12 @@ describe('the knee limit in front of a backend of known concurrency (simulated)'
     }
   }
 
-  // Near capacity, the same spread makes a long queue by nature: behind 4 x 1 ms at 0.9x a
-  // request waits about 2 service times on average. A queue that let a request wait half a
-  // service time shed 5 to 11 % of what these backends could serve; it now waits 20 unloaded
+  // Near capacity, the same spread makes a long queue by nature: behind 10 x 1 ms at 0.9x, 41 %
+  // of the requests wait longer than half a service time. A queue that let a request wait only
+  // that long shed 5 to 8 % of what these backends could serve; it now waits 20 unloaded
   // latencies, oldest first, once it counted fewer than 1.5 arrivals a completion four blocks in
   // a row.
   for (const [concurrency, serviceMs, load] of [
-    [4, 1, 0.9],
     [10, 1, 0.9],
     [10, 20, 0.9],
   ] as const) {
@@ -275,6 +274,14 @@ describe('the knee limit in front of a backend of known concurrency (simulated)'
         expect(r.goodput).toBeGreaterThanOrEqual(0.9 * load);
       });
     }
+  }
+
+  for (const lateMs of [0, 3]) {
+    it(`sheds at most 3 % behind 4 x 1 ms of exponential service at 0.9x (clock ${lateMs} ms late; regression: 11 % of its natural queue was shed)`, () => {
+      const r = runLimitCell({ ...cell(4, 1, 0.9, lateMs), service: 'exponential' });
+      expect(r.rejectedShare).toBeLessThanOrEqual(0.03);
+      expect(r.goodput).toBeGreaterThanOrEqual(0.9 * 0.9);
+    });
   }
 
   it('repeats a run exactly for a seed', () => {

@@ -8,8 +8,8 @@
 const BLOCK = 32;
 /** At least this many arrivals per completion in a block: above capacity. */
 const ABOVE = 1.5;
-/** Blocks in a row that must say above before the queue turns strict. */
-const CONFIRM_ABOVE = 2;
+/** Blocks in a row that must say above before the queue turns strict: one, to protect at once. */
+const CONFIRM_ABOVE = 1;
 /** Blocks in a row that must say below before the queue turns patient. */
 const CONFIRM_BELOW = 4;
 
@@ -17,10 +17,11 @@ const CONFIRM_BELOW = 4;
  * Counts arrivals (every request decided on, shed or not) and completions in blocks of 32
  * completions, or 48 arrivals when the backend completes too few. A block with 1.5 arrivals a
  * completion or more says above capacity, one with fewer says below: a 2x overload counts about
- * 2, a load at capacity 1 give or take a quarter. Two blocks in a row that say above turn the
- * queue strict; four that say below turn it patient. Slow to trust, quick to protect: with
+ * 2, a load at capacity 1 give or take a quarter. One block that says above turns the queue
+ * strict; four in a row that say below turn it patient. Slow to trust, quick to protect: with
  * exponential service a block of a 2x overload strays by about a fifth, and one in ten says
- * below; four in a row are one in 10,000.
+ * below; four in a row are one in 10,000. A step from half load to 2x is seen after one block
+ * (48 arrivals); the requests the patient queue let wait meanwhile are what a step costs.
  *
  * It starts above capacity: a process started into a storm (a restart, a failover) is strict
  * from its first request, and is patient only once it counted that it can be.
