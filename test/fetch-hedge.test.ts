@@ -538,7 +538,10 @@ describe('createFetch hedge against a loopback server slow 2 % of the time', () 
     const seen = JSON.stringify({ sent, won, cancelled, refused, slow: counts.slow, ...cut });
     // Counted by the server: every extra request is a marked hedge, at most 5 % of the calls.
     expect(counts.requests - CALLS).toBe(counts.hedges);
-    expect(counts.hedges).toBe(sent);
+    // A hedge the first copy beat before its request left (beside two busy processes: 40 sent,
+    // 39 seen) never reaches the server: it is counted sent and cancelled, never unseen otherwise.
+    expect(counts.hedges).toBeLessThanOrEqual(sent);
+    expect(sent - counts.hedges, seen).toBeLessThanOrEqual(cancelled);
     expect(counts.hedges, seen).toBeLessThanOrEqual(0.05 * CALLS);
     // Most slow answers lost to a hedge: fewer than 1 % of calls still waited for one.
     expect(won).toBeGreaterThan(0);
