@@ -10,7 +10,7 @@ import type { Budget } from './budgets/budget.js';
 import { classify } from './classify.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type CallRef, channels, type HedgeMessage } from './instrument.js';
-import { AttemptScope } from './lazy-abort.js';
+import { AttemptScope } from './attempt-scope.js';
 import type { AttemptContext, ResolvedPolicy } from './options.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject } from './validate.js';
 

@@ -13,7 +13,7 @@ import { type Deadline, deadlineList, leave } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type HedgeCounts, hedgeCounts, hedgeReport, runHedged } from './hedge.js';
 import { attemptWrappers, type CallRef, callRef, channels, runWrapped } from './instrument.js';
-import { AttemptScope } from './lazy-abort.js';
+import { AttemptScope } from './attempt-scope.js';
 import {
   type AttemptContext,
   type CallOptions,

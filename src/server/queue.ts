@@ -136,13 +136,15 @@ export class CodelQueue<A> {
    * capacity, else twice the target while overloaded, else the interval.
    */
   maxWait(nowMs: number): number {
+    // First, as before there was patience: it moves CoDel's state to now, and the interval (which
+    // `patientMs` reads) to the latency.
     const overloaded = this.isOverloaded(nowMs);
     return this.patientMs() ?? (overloaded ? 2 * this.targetMs : this.intervalMs);
   }
 
   /** Newest first: once a queue forms or while overloaded, unless arrivals are below capacity. */
   private lifo(nowMs: number): boolean {
-    const overloaded = this.isOverloaded(nowMs);
+    const overloaded = this.isOverloaded(nowMs); // first, as in `maxWait`
     if (this.patientMs() !== undefined) return false;
     return overloaded || nowMs - this.oldestEnqueuedAt() > this.targetMs;
   }
