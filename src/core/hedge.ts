@@ -5,12 +5,13 @@
 // saturated service makes every copy slow). Hedging lives inside one attempt: the engine sees an
 // attempt that succeeded or failed, and its retries, waits and deadline are the same with or
 // without hedges. An attempt's copies fail together: only when every copy sent has failed.
+
+import { AttemptScope } from './attempt-scope.js';
 import type { CircuitBreaker } from './breaker/breaker.js';
 import type { Budget } from './budgets/budget.js';
 import { classify } from './classify.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type CallRef, channels, type HedgeMessage } from './instrument.js';
-import { AttemptScope } from './attempt-scope.js';
 import type { AttemptContext, ResolvedPolicy } from './options.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject } from './validate.js';
 

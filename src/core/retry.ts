@@ -4,6 +4,7 @@
 // operation does (the attempt's signal aborts then, and a later result is dropped), and every
 // timer and listener it took is released before it settles.
 import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
+import { AttemptScope } from './attempt-scope.js';
 import type { BreakerAdmission, BreakerOutcome, CircuitBreaker } from './breaker/breaker.js';
 import { BreakerOpenError } from './breaker/errors.js';
 import type { Budget } from './budgets/budget.js';
@@ -13,7 +14,6 @@ import { type Deadline, deadlineList, leave } from './deadlines.js';
 import { AttemptTimeoutError, DeadlineExceededError } from './errors.js';
 import { type HedgeCounts, hedgeCounts, hedgeReport, runHedged } from './hedge.js';
 import { attemptWrappers, type CallRef, callRef, channels, runWrapped } from './instrument.js';
-import { AttemptScope } from './attempt-scope.js';
 import {
   type AttemptContext,
   type CallOptions,
