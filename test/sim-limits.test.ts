@@ -27,6 +27,13 @@ describe('stormproof sim limits', () => {
         contender: string;
         cells: Array<{ pass: boolean; finalLimit: number; bandEntryMs: number | null }>;
         step: { pass: boolean };
+        slowdown: {
+          slowMs: number | null;
+          backMs: number | null;
+          goodputAfter: number;
+          pass: boolean;
+          trace: unknown[];
+        };
       }>;
     };
     expect(contenders.map((c) => c.contender)).toEqual([
@@ -40,6 +47,13 @@ describe('stormproof sim limits', () => {
     const [knee, gradient2] = contenders;
     expect(knee!.cells[0]!.pass).toBe(true);
     expect(knee!.step.pass).toBe(true);
+    // Every contender reports the slowdown: a pass is both times within 2 s.
+    for (const c of contenders) {
+      const { slowMs, backMs, pass, trace } = c.slowdown;
+      expect(trace.length).toBeGreaterThan(1);
+      expect(pass).toBe(slowMs !== null && slowMs <= 2000 && backMs !== null && backMs <= 2000);
+      expect(c.slowdown.goodputAfter).toBeGreaterThan(0);
+    }
     // Gradient2 never goes below 20: behind a backend of 4 it is never in [4, 6.2].
     expect(gradient2!.cells[0]!.bandEntryMs).toBeNull();
     expect(gradient2!.cells[0]!.finalLimit).toBeGreaterThanOrEqual(20);
@@ -137,6 +151,28 @@ describe('runLimitCell', () => {
       steps: [{ atMs: 11_000, concurrency: 1 }],
     });
     expect(stepped.belowShare).toBeCloseTo(0.5, 10);
+  });
+
+  it('serves every request 5 times slower during a slowdown, and counts the capacity it left', () => {
+    // A fixed limit of 8 in front of 4 at 2x keeps the backend busy: it completes what its
+    // capacity allows, so goodput is 1 whether it is slowed or not, only if the capacity counted
+    // the slowdown (from 2 s to 11 s, half the measured 18 s: 0.6 had it not).
+    const normal = runLimitCell({ ...cell, limit: 8, load: 2 });
+    const slowed = runLimitCell({
+      ...cell,
+      limit: 8,
+      load: 2,
+      steps: [
+        { atMs: 2000, concurrency: 4, slowdown: 5 },
+        { atMs: 11_000, concurrency: 4 },
+      ],
+    });
+    expect(normal.goodput).toBeGreaterThan(0.97);
+    expect(slowed.goodput).toBeGreaterThan(0.97);
+    expect(slowed.goodput).toBeLessThan(1.03);
+    // Served more slowly: fewer admitted, and each took longer (p99 over the unslowed S).
+    expect(slowed.admitted).toBeLessThan(0.7 * normal.admitted);
+    expect(slowed.admittedP99).toBeGreaterThan(1.5 * normal.admittedP99);
   });
 
   it('counts what was offered and shed from the measured half on', () => {

@@ -138,6 +138,21 @@ export const limits: Scenario = {
           r.step.pass ? 'pass' : 'miss',
         ]),
       ]),
+      '',
+      'slowdown: every request 5 times slower from 3 s to 6 s (C = 32, S = 20 ms, 2x capacity);',
+      'time to be in [32, 42.6] after it slowed and after it recovered (target: 2 s each),',
+      'and goodput and admitted p99 over S from 7 s on',
+      table([
+        ['', 'slowed', 'recovered', 'goodput after', 'p99 after', ''],
+        ...rs.map((r) => [
+          r.contender,
+          stepText(r.slowdown.slowMs),
+          stepText(r.slowdown.backMs),
+          `${Math.round(r.slowdown.goodputAfter * 100)}%`,
+          `${r.slowdown.admittedP99After.toFixed(1)} S`,
+          r.slowdown.pass ? 'pass' : 'miss',
+        ]),
+      ]),
     ].join('\n');
   },
   report(results) {
@@ -168,6 +183,18 @@ export const limits: Scenario = {
             yLabel: 'limit',
             x: r.step.trace.map((p) => p.atMs / 1000),
             lines: [{ label: 'limit', y: r.step.trace.map((p) => p.limit) }],
+          })),
+          shareY: false,
+        },
+        {
+          heading: 'slowdown: every request 5 times slower from 3 s to 6 s (C = 32, S = 20 ms)',
+          charts: rs.map((r) => ({
+            kind: 'line' as const,
+            title: `${r.contender}: slowed ${stepText(r.slowdown.slowMs)}, recovered ${stepText(r.slowdown.backMs)}`,
+            xLabel: 'seconds',
+            yLabel: 'limit',
+            x: r.slowdown.trace.map((p) => p.atMs / 1000),
+            lines: [{ label: 'limit', y: r.slowdown.trace.map((p) => p.limit) }],
           })),
           shareY: false,
         },

@@ -10,10 +10,15 @@ import { earliest, MinHeap, type Timed } from '../min-heap.js';
 /** How a backend's service times spread around their mean. */
 export type ServiceSpread = 'uniform' | 'exponential';
 
-/** A change of the backend's concurrency at a point in time (a failover to a smaller replica). */
+/**
+ * A change of the backend at a point in time: its concurrency (a failover to a smaller replica),
+ * and how much slower each request is served from then on (a database failing over, a cold
+ * cache: 5 serves at a fifth of the speed; 1, the default, at full speed again).
+ */
 export interface ConcurrencyStep {
   readonly atMs: number;
   readonly concurrency: number;
+  readonly slowdown?: number;
 }
 
 export interface LimitCellOptions {
@@ -225,6 +230,7 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
 
   // The backend: `slots` at once, the rest in its own first-come queue.
   let slots = o.concurrency;
+  let slowdown = 1;
   let busy = 0;
   const pool: Array<{ ticket: Ticket; arrivedAt: number }> = [];
   const latencies: number[] = [];
@@ -238,9 +244,10 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
   const serve = (ticket: Ticket, arrivedAt: number) => {
     busy++;
     const service =
-      o.service === 'exponential'
+      slowdown *
+      (o.service === 'exponential'
         ? -Math.log(1 - random()) * o.serviceMs
-        : o.serviceMs * (0.9 + 0.2 * random());
+        : o.serviceMs * (0.9 + 0.2 * random()));
     at(now + service, () => {
       busy--;
       if (arrivedAt >= o.measureFromMs) latencies.push((now - arrivedAt) / o.serviceMs);
@@ -278,6 +285,7 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
   for (const step of o.steps ?? []) {
     at(step.atMs, () => {
       slots = step.concurrency;
+      slowdown = step.slowdown ?? 1;
       while (busy < slots && pool.length > 0) {
         const next = pool.shift()!;
         serve(next.ticket, next.arrivedAt);
@@ -297,14 +305,16 @@ export function runLimitCell(o: LimitCellOptions): LimitCellResult {
   let capacity = 0;
   let from = o.measureFromMs;
   let c = o.concurrency;
+  let perRequestMs = o.serviceMs;
   for (const step of [...(o.steps ?? [])].sort((a, b) => a.atMs - b.atMs)) {
     if (step.atMs > from) {
-      capacity += ((Math.min(step.atMs, o.durationMs) - from) * c) / o.serviceMs;
+      capacity += ((Math.min(step.atMs, o.durationMs) - from) * c) / perRequestMs;
       from = Math.min(step.atMs, o.durationMs);
     }
     c = step.concurrency;
+    perRequestMs = o.serviceMs * (step.slowdown ?? 1);
   }
-  capacity += ((o.durationMs - from) * c) / o.serviceMs;
+  capacity += ((o.durationMs - from) * c) / perRequestMs;
   return {
     trace,
     goodput: capacity > 0 ? completed / capacity : 0,

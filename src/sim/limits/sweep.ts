@@ -157,12 +157,31 @@ export interface LimitsStep {
   readonly trace: readonly LimitPoint[];
 }
 
+/**
+ * A slowdown: C = 32 and S = 20 ms throughout, but every request is served 5 times slower from
+ * 3 s to 6 s (a database failing over slows every query; the backend still serves 32 at once),
+ * offered twice the full capacity.
+ */
+export interface LimitsSlowdown {
+  /** Into [32, 42.6] after the service slowed, and again after it recovered, ms (null: never). */
+  readonly slowMs: number | null;
+  readonly backMs: number | null;
+  /** Goodput and admitted p99 over S once the service recovered (from 7 s on: a second to settle). */
+  readonly goodputAfter: number;
+  readonly admittedP99After: number;
+  /** Both within 2 s. */
+  readonly pass: boolean;
+  /** The limit over the run, at most one point per 10 ms. */
+  readonly trace: readonly LimitPoint[];
+}
+
 export interface LimitsSweepResult {
   readonly contender: LimitContender;
   /** How the backends' service times spread. */
   readonly service: ServiceSpread;
   readonly cells: readonly LimitsCell[];
   readonly step: LimitsStep;
+  readonly slowdown: LimitsSlowdown;
 }
 
 /** How long a cell runs: 6 s, or 40 round trips of a slow backend. */
@@ -181,7 +200,7 @@ function thin(trace: readonly LimitPoint[], ms: number): LimitPoint[] {
   return out;
 }
 
-/** Runs one contender over the grid and the failover. Exact and repeatable for a seed. */
+/** Runs one contender over the grid, the failover and the slowdown. Exact and repeatable for a seed. */
 export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
   const concurrencies = o.concurrencies ?? [1, 4, 10, 32, 100, 1000];
   const servicesMs = o.servicesMs ?? [1, 20, 200];
@@ -197,7 +216,7 @@ export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
   // Admitted p99 at most twice the unloaded one: 2 S for a steady service (its p99 is 1.1 S, and
   // the bound was set at 2 S), 2 ln(100) S for an exponential one (its p99 is ln(100) S).
   const p99Bound = service === 'exponential' ? 2 * Math.log(100) : 2;
-  const total = concurrencies.length * servicesMs.length * loads.length + 1;
+  const total = concurrencies.length * servicesMs.length * loads.length + 2;
   let done = 0;
   const cells: LimitsCell[] = [];
   for (const concurrency of concurrencies) {
@@ -270,6 +289,23 @@ export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
   const downMs = bandEntryMs(s.trace, 4, 6.2, 3000, 6000) ?? null;
   const upMs = bandEntryMs(s.trace, 32, 42.6, 6000) ?? null;
   o.onProgress?.(++done, total);
+  const slow = runLimitCell({
+    limit: contenderLimit(o.contender, seed),
+    concurrency: 32,
+    serviceMs: 20,
+    load: 2,
+    durationMs: 9000,
+    measureFromMs: 7000,
+    steps: [
+      { atMs: 3000, concurrency: 32, slowdown: 5 },
+      { atMs: 6000, concurrency: 32 },
+    ],
+    service,
+    seed,
+  });
+  const slowMs = bandEntryMs(slow.trace, 32, 42.6, 3000, 6000) ?? null;
+  const backMs = bandEntryMs(slow.trace, 32, 42.6, 6000) ?? null;
+  o.onProgress?.(++done, total);
   return {
     contender: o.contender,
     service,
@@ -279,6 +315,14 @@ export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
       upMs,
       pass: downMs !== null && downMs <= 2000 && upMs !== null && upMs <= 2000,
       trace: thin(s.trace, 10),
+    },
+    slowdown: {
+      slowMs,
+      backMs,
+      goodputAfter: slow.goodput,
+      admittedP99After: slow.admittedP99,
+      pass: slowMs !== null && slowMs <= 2000 && backMs !== null && backMs <= 2000,
+      trace: thin(slow.trace, 10),
     },
   };
 }
