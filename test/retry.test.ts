@@ -687,4 +687,53 @@ describe('retry(fn, options): an inline literal resolved once while its values s
     band[1] = 2;
     expect(await sleepsWith()).toEqual([200]);
   });
+
+  it('resolves one options object again after it is mutated: no stale policy, bad values still throw', async () => {
+    const clock = instantClock();
+    const options: RetryOptions = { clock, maxAttempts: 2, budget: false };
+    const attempts = async () => {
+      const op = failing(httpError(503), httpError(503), httpError(503), httpError(503));
+      await retry(op, options).catch(() => {});
+      return op.mock.calls.length;
+    };
+    expect(await attempts()).toBe(2);
+    expect(await attempts()).toBe(2);
+    options.maxAttempts = 3;
+    expect(await attempts()).toBe(3);
+    options.maxAttempts = 0;
+    await expect(retry(async () => 1, options)).rejects.toThrow(RangeError);
+    options.maxAttempts = null as unknown as number;
+    await expect(retry(async () => 1, options)).rejects.toThrow(/maxAttempts/);
+    options.maxAttempts = 1;
+    (options as Record<string, unknown>).maxAtempts = 2;
+    await expect(retry(async () => 1, options)).rejects.toThrow(
+      /has no option "maxAtempts" \(did you mean maxAttempts\?\)/,
+    );
+  });
+
+  it('checks the signal in a reused literal on every call', async () => {
+    const clock = instantClock();
+    const call = (signal?: AbortSignal) => retry(async () => 1, { clock, budget: false, signal });
+    await expect(call()).resolves.toBe(1);
+    await expect(call(new AbortController().signal)).resolves.toBe(1);
+    const reason = new Error('gone');
+    await expect(call(AbortSignal.abort(reason))).rejects.toBe(reason);
+    await expect(call({} as AbortSignal)).rejects.toThrow(/retry signal must be an AbortSignal/);
+    await expect(call()).resolves.toBe(1);
+  });
+
+  it('compares only plain objects: an array or a class with accessors after an equal-looking literal', async () => {
+    await expect(retry(async () => 1, {})).resolves.toBe(1);
+    await expect(retry(async () => 1, [] as RetryOptions)).rejects.toThrow(
+      /options must be an object/,
+    );
+    class Options {
+      get maxAttempts() {
+        return 0;
+      }
+    }
+    await expect(retry(async () => 1, new Options() as RetryOptions)).rejects.toThrow(
+      /maxAttempts/,
+    );
+  });
 });
