@@ -234,6 +234,33 @@ describe('the knee limit in front of a backend of known concurrency (simulated)'
     });
   }
 
+  // A database failing over slows every query for a while; the backend still serves as many at
+  // once. Before, the knee learned the slow latency as the unloaded one and kept it when the
+  // service recovered: behind 32 x 20 ms at 2x it grew to 182 and ended at 133 (admitted p99
+  // 5.9 S), behind 10 x 20 ms to 28. It measures the latency again with fewer in flight.
+  for (const concurrency of [4, 10, 32]) {
+    for (const lateMs of [0, 3]) {
+      it(`returns to ${concurrency} x 20 ms within 2 s after every request was 5 times slower for 4 s (clock ${lateMs} ms late; regression: it kept the slow latency)`, () => {
+        const r = runLimitCell({
+          ...cell(concurrency, 20, 2, lateMs),
+          durationMs: 14_000,
+          measureFromMs: 10_000,
+          steps: [
+            { atMs: 4000, concurrency, slowdown: 5 },
+            { atMs: 8000, concurrency },
+          ],
+        });
+        // (While it is slow, the limit is back near the concurrency within a second or two, and
+        // may stray a little above the band: `stormproof sim limits` prints that row.)
+        expect(bandEntryMs(r.trace, concurrency, 1.3 * concurrency + 1, 8000)).toBeLessThanOrEqual(
+          2000,
+        );
+        expect(r.goodput).toBeGreaterThanOrEqual(0.95);
+        expect(r.admittedP99).toBeLessThanOrEqual(2);
+      });
+    }
+  }
+
   // A service whose latency spreads as widely as its mean (exponential: the map's server), below
   // its capacity, where nothing needs shedding. Before, the noise of such a service's rounds read
   // as queueing, the limit fell to a few requests and never learned otherwise: 81.7 % shed at

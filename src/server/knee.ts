@@ -89,6 +89,18 @@ const SPREAD_Z = 1.5;
 const BEYOND_QUEUEING = 1.25;
 /** How much of an unqueued round's latency enters the unloaded latency. */
 const FLOOR_SMOOTHING = 0.25;
+/**
+ * A round faster than the unloaded latency by this share, past its noise: the service got faster
+ * (a slowdown ended), or the unloaded latency was read from queued requests. It is measured again.
+ */
+const FASTER = 0.05;
+/** A measure of the unloaded latency runs this share of the estimate, at least one request. */
+const MEASURE_SHARE = 0.5;
+/**
+ * The unloaded latency raised this many times at once: the service got slower (a database
+ * failing over). Until it is measured again, a round faster than it is measured (`FASTER`).
+ */
+const RAISED = 1.5;
 
 function count(owner: string, name: string, value: unknown, fallback: number, min: number) {
   return value === undefined ? fallback : checkNumber(owner, name, value, { min, integer: true });
@@ -116,6 +128,12 @@ function count(owner: string, name: string, value: unknown, fallback: number, mi
  *   which nothing queued; three falls of the estimate in a row mean the service got slower, and
  *   its latency then is the new unloaded one. So does a round slower than its requests in
  *   flight could make it by queueing (n in flight: n service times), past its noise.
+ * - A slowdown (the unloaded latency raised by half or more at once: a database failing over)
+ *   keeps the estimate from before it: the backend serves as many at once, each more slowly.
+ *   Once a round is faster than the raised latency, the latency is measured again with half the
+ *   estimate in flight, and half again while it keeps falling: a limit that grew while the
+ *   service was slow holds a queue inside the backend, and the latency read from it agrees with
+ *   itself until fewer are in flight.
  */
 export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   const owner = 'server limit (knee)';
@@ -157,6 +175,14 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   /** Rounds in a row with more in flight than the estimate and nothing queued. */
   let gains = 0;
   let rounds = 0;
+  /** Whether this round measures the unloaded latency at a share of the estimate. */
+  let measuring = false;
+  /** Whether the unloaded latency was raised for a slower service, and no measure found it fast again. */
+  let slowed = false;
+  /** How many requests the unloaded latency was learned from (a lucky few are not a slowdown). */
+  let floorWeight = 0;
+  /** The estimate before the falls in a row began: a service that got slower serves as many. */
+  let beforeFalls: number | undefined;
 
   const clamp = (n: number) => Math.min(max, Math.max(min, n));
   // The headroom, and at least one request more: a fifth of a small estimate rounds to nothing,
@@ -185,6 +211,45 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     const noise =
       floor === undefined ? 0 : spread * Math.sqrt(1 / samples + 1 / Math.max(1, startupCount));
     const seen = latency - Math.max(standardError, SPREAD_Z * noise);
+    // How fast the round was at best, past its noise: below the unloaded latency (by a twentieth),
+    // that latency is wrong.
+    const fastest = latency + Math.max(standardError, SPREAD_Z * noise);
+    const faster = floor !== undefined && fastest < (1 - FASTER) * floor;
+    if (measuring) {
+      // A round at a share of the estimate: with fewer in flight, fewer queue inside the backend.
+      // Faster than the unloaded latency: that latency was read from queued requests (a limit
+      // that grew while the service was slow, then kept its queue when it sped up). It is this
+      // round's, and the next round measures with half as many again, until the latency stops
+      // falling or one request runs alone. The estimate is read again from the next round.
+      measuring = false;
+      if (faster) {
+        // Found faster: the slowdown is over (or the latency it learned was a queue's).
+        slowed = false;
+        floor = latency;
+        floorWeight = samples;
+        // Its spread is this round's too: the one before mixed the slow service with the fast.
+        startupSum = latencySum;
+        startupSquares = latencySquares;
+        startupCount = samples;
+        if (limit > 1) {
+          measuring = true;
+          limit = clamp(Math.max(1, Math.floor(limit * MEASURE_SHARE)));
+          return;
+        }
+      }
+      limit = clamp(concurrency === undefined ? limit : withHeadroom(concurrency));
+      return;
+    }
+    if (concurrency !== undefined && faster && slowed) {
+      // The service got slower, and now a round is faster than it: it may have recovered, or
+      // the latency it learned was read from queued requests. Measured with half the estimate in
+      // flight; the requests held back wait in the shedder's queue, under its rules. (Only after
+      // a slowdown: a measure every so many rounds dipped the limit out of its band each time
+      // and shed near capacity, where a spread-out service's lucky rounds read as faster.)
+      measuring = true;
+      limit = clamp(Math.max(1, Math.floor(concurrency * MEASURE_SHARE)));
+      return;
+    }
     // Demand below the limit, with nothing queued, says nothing about the limit. A round that
     // queued below the limit (requests admitted before it still ahead of them) says the backend
     // is past its knee: it counts.
@@ -193,6 +258,21 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     // the unloaded one (a mix of work with a wide spread must not read as queueing). Such a
     // round's requests all started alone, so the floor learns from them below.
     const alone = inflight <= 1;
+    const wasSlowed = slowed;
+    // The service got slower: the round's latency is the unloaded one. Raised by half or more
+    // from a latency learned from more than a lucky few (a spread-out service's first requests),
+    // it is a slowdown: its spread is this round's, and a round faster than it is measured.
+    const slower = () => {
+      if (latency > RAISED * floor! && floorWeight >= STARTUP_SAMPLES) {
+        slowed = true;
+        startupSum = latencySum;
+        startupSquares = latencySquares;
+        startupCount = samples;
+      }
+      floor = latency;
+      floorWeight = samples;
+      falls = 0;
+    };
     if (floor === undefined || (full && concurrency === undefined && seen < STARTUP_EXIT * floor)) {
       // Startup, below the knee: every request was in service. The unloaded latency is the mean
       // of all of them (a first round of one lucky request must not set it low for good).
@@ -200,6 +280,7 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       startupSquares += latencySquares;
       startupCount += samples;
       floor = startupSum / startupCount;
+      floorWeight = startupCount;
     } else if (seen > BEYOND_QUEUEING * Math.max(1, inflight) * floor) {
       // With n of ours in flight, queueing behind each other in a first-come pool can make a
       // request take at most n service times (n - 1 ahead of it, each at most one service time,
@@ -208,24 +289,24 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
       // latency spreads widely, or a service that got slower at every load). It is the round's.
       // Waiting for three falls instead took 3 rounds of 16 at a limit of 2: seconds behind a
       // 200 ms service, shedding most of its load all along.
-      floor = latency;
-      falls = 0;
+      slower();
     } else if (soloCount > 0) {
       // Requests that started with none of ours ahead of them could not queue behind ours: their
       // latency is the unloaded one as it is now (a cache gone cold, a slower replica), measured
       // without holding anything back.
       floor +=
         (soloSum / soloCount - floor) * FLOOR_SMOOTHING * Math.min(1, soloCount / STARTUP_SAMPLES);
+      floorWeight += soloCount;
     } else if (seen <= (1 + NO_QUEUE) * floor) {
       // Nothing queued: the round's latency is the unloaded one. A round of few requests (in
       // startup) moves it less, so one lucky request cannot set it low.
       floor += (latency - floor) * FLOOR_SMOOTHING * Math.min(1, samples / CRUISE_SAMPLES);
+      floorWeight += samples;
     } else if (falls >= SLOWER_AFTER_FALLS) {
       // The estimate fell by a fifth or more round after round: a backend that lost capacity
       // settles after one cut, so this is a service that got slower, at every load. Its latency
       // now, with the few requests still admitted, is the unloaded one.
-      floor = latency;
-      falls = 0;
+      slower();
     }
     // Whether the round queued is judged past the noise (`seen`); how many it served is read
     // from its mean less its own standard error, as a steady service's rounds are.
@@ -273,11 +354,18 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     // (A fall must show past the noise too.)
     const fell =
       concurrency !== undefined && !demandSet && inflight / queued < FAST_FALL * concurrency;
+    if (fell && falls === 0) beforeFalls = concurrency;
     falls = fell ? falls + 1 : 0;
     concurrency =
       concurrency === undefined || fell || gained
         ? estimate
         : concurrency + (estimate - concurrency) * SMOOTHING;
+    if (slowed && !wasSlowed && beforeFalls !== undefined) {
+      // The falls were the slower service read as lost capacity: it serves as many at once as
+      // before, each more slowly. (Found again from a limit of a few, startup took a second.)
+      concurrency = Math.max(concurrency, beforeFalls);
+      beforeFalls = undefined;
+    }
     // Every PROBE_EVERY rounds one round tries a quarter more (at least one more): if the
     // backend serves them without queueing, the estimate grows with them.
     // A probe of one request more than a small estimate adds much more than a quarter: it
