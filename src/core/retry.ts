@@ -906,8 +906,13 @@ function checkOperation<T>(operation: Operation<T>): Operation<T> {
 // not enumerated, and an array is not an options object. The keys and values are kept in one
 // array, key then value: one array to read and to fill (a literal that changes on every call
 // fills it every time).
+// A policy that is reused is frozen, once, on its first reuse: `createRetryPolicy`'s policies are
+// frozen, and the engine reading two shapes of policy in one process cost `policy.retry()` 14 %
+// more instructions (2,402 against 2,102 alone). Freezing every resolved policy would cost a
+// literal that changes on every call as much again.
 let lastEntries: unknown[] = [];
 let lastPolicy: ResolvedPolicy | undefined;
+let lastFrozen = false;
 
 function oneOffPolicy(options: RetryOptions): ResolvedPolicy {
   const o = options as Record<string, unknown>;
@@ -931,6 +936,10 @@ function oneOffPolicy(options: RetryOptions): ResolvedPolicy {
     }
     if (i === last.length) {
       if (signal !== undefined) checkCallOptions('retry', { signal });
+      if (!lastFrozen) {
+        lastPolicy = Object.freeze(lastPolicy);
+        lastFrozen = true;
+      }
       return lastPolicy;
     }
   }
@@ -942,6 +951,7 @@ function oneOffPolicy(options: RetryOptions): ResolvedPolicy {
     }
     lastEntries = entries;
     lastPolicy = policy;
+    lastFrozen = false;
   }
   return policy;
 }
