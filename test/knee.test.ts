@@ -160,6 +160,55 @@ describe('the knee limit, on hand-fed rounds', () => {
     expect(limit.current).toBe(Math.round(4 * 1.2));
   });
 
+  it('keeps its estimate through a slowdown of a steady service, and measures the latency again once it is faster (regression: it kept the slow latency)', () => {
+    const limit = kneeLimit();
+    const at = { t: 0 };
+    // A backend of 8: n in flight take S x max(1, n / 8) each.
+    const served = (S: number, spread = 0) => {
+      const inflight = limit.current;
+      const mean = S * Math.max(1, inflight / 8);
+      at.t += mean * (1 + spread);
+      for (let i = 0; i < 16; i++)
+        limit.sample(at.t, mean * (i % 2 ? 1 + spread : 1 - spread), inflight, false);
+    };
+    for (const n of [1, 2, 4, 8, 16]) round(limit, at, Math.min(n, 4), 10, n);
+    served(10);
+    expect([limit.current, limit.floorMs]).toEqual([10, 10]);
+    // Every request 5 times slower: read as queueing first, then as a slower service that
+    // serves as many at once as before.
+    served(50);
+    expect(limit.current).toBe(3);
+    served(50);
+    expect([limit.current, limit.floorMs]).toEqual([10, 50]);
+    served(50);
+    expect(limit.current).toBe(10);
+    // Fast again: measured with half the estimate in flight, then half again, then back.
+    served(10);
+    expect([limit.current, limit.floorMs]).toEqual([4, 50]);
+    served(10);
+    expect([limit.current, limit.floorMs]).toEqual([2, 10]);
+    served(10);
+    expect([limit.current, limit.floorMs]).toEqual([10, 10]);
+  });
+
+  it('does not take a jump of a widely spread service for a slowdown: its rounds stray too far', () => {
+    const limit = kneeLimit();
+    const at = { t: 0 };
+    // Requests of 2 and 18 ms in turn: they spread 0.8 of their mean.
+    const served = (n: number, S: number, inflight: number) => {
+      at.t += 2 * S;
+      for (let i = 0; i < n; i++) limit.sample(at.t, S * (i % 2 ? 1.8 : 0.2), inflight, false);
+    };
+    for (const n of [1, 2, 4, 8]) served(Math.min(n, 4), 10, n);
+    served(4, 20, 16);
+    const before = limit.current;
+    served(16, 50, limit.current);
+    served(16, 50, limit.current);
+    served(16, 50, limit.current);
+    // Not a slowdown: the estimate from before is not restored.
+    expect(limit.current).toBeLessThan(before);
+  });
+
   it('names the option at fault', () => {
     expect(() => kneeLimit({ min: 0 })).toThrow(/knee\) min must be/);
     expect(() => kneeLimit({ headroom: -1 })).toThrow(/headroom/);

@@ -101,6 +101,12 @@ const MEASURE_SHARE = 0.5;
  * failing over). Until it is measured again, a round faster than it is measured (`FASTER`).
  */
 const RAISED = 1.5;
+/**
+ * A service whose latencies spread more than this share of their mean (an exponential one spreads
+ * as much as its mean): its rounds stray too far for a jump of the latency to be told from a
+ * slowdown, and a measure from a lucky round. Such a service is not measured again.
+ */
+const STEADY_SPREAD = 0.5;
 
 function count(owner: string, name: string, value: unknown, fallback: number, min: number) {
   return value === undefined ? fallback : checkNumber(owner, name, value, { min, integer: true });
@@ -128,8 +134,9 @@ function count(owner: string, name: string, value: unknown, fallback: number, mi
  *   which nothing queued; three falls of the estimate in a row mean the service got slower, and
  *   its latency then is the new unloaded one. So does a round slower than its requests in
  *   flight could make it by queueing (n in flight: n service times), past its noise.
- * - A slowdown (the unloaded latency raised by half or more at once: a database failing over)
- *   keeps the estimate from before it: the backend serves as many at once, each more slowly.
+ * - A slowdown of a steady service (the unloaded latency raised by half or more at once: a
+ *   database failing over; latencies spread less than half their mean) keeps the estimate from
+ *   before it: the backend serves as many at once, each more slowly.
  *   Once a round is faster than the raised latency, the latency is measured again with half the
  *   estimate in flight, and half again while it keeps falling: a limit that grew while the
  *   service was slow holds a queue inside the backend, and the latency read from it agrees with
@@ -189,6 +196,16 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
   // and the backend would idle between each finish and the next start.
   const withHeadroom = (c: number) => (headroom > 0 ? Math.max(c * (1 + headroom), c + 1) : c);
 
+  // The service changed: what startup learned of its latency is this round's mean and spread, as
+  // many requests' worth as it had learned from (a startup after a gain averages its rounds into
+  // the unloaded latency: a weight of one round let a few queued rounds raise it, round after round).
+  const relearn = () => {
+    const n = Math.max(startupCount, samples);
+    startupSum = (latencySum / samples) * n;
+    startupSquares = (latencySquares / samples) * n;
+    startupCount = n;
+  };
+
   const endRound = () => {
     const latency = latencySum / samples;
     const inflight = inflightSum / samples;
@@ -228,9 +245,7 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
         floor = latency;
         floorWeight = samples;
         // Its spread is this round's too: the one before mixed the slow service with the fast.
-        startupSum = latencySum;
-        startupSquares = latencySquares;
-        startupCount = samples;
+        relearn();
         if (limit > 1) {
           measuring = true;
           limit = clamp(Math.max(1, Math.floor(limit * MEASURE_SHARE)));
@@ -263,11 +278,13 @@ export function kneeLimit(options: KneeOptions = {}): ConcurrencyLimit {
     // from a latency learned from more than a lucky few (a spread-out service's first requests),
     // it is a slowdown: its spread is this round's, and a round faster than it is measured.
     const slower = () => {
-      if (latency > RAISED * floor! && floorWeight >= STARTUP_SAMPLES) {
+      if (
+        latency > RAISED * floor! &&
+        floorWeight >= STARTUP_SAMPLES &&
+        spread <= STEADY_SPREAD * floor!
+      ) {
         slowed = true;
-        startupSum = latencySum;
-        startupSquares = latencySquares;
-        startupCount = samples;
+        relearn();
       }
       floor = latency;
       floorWeight = samples;
