@@ -40,6 +40,18 @@ function p99Text(service: LimitsSweepResult['service']): string {
   return service === 'exponential' ? '2 ln(100) S = 9.2 S (twice the unloaded p99)' : '2 S';
 }
 
+/** One contender's limit over a run, as a line chart. */
+function limitChart(title: string, trace: LimitsSweepResult['step']['trace']) {
+  return {
+    kind: 'line' as const,
+    title,
+    xLabel: 'seconds',
+    yLabel: 'limit',
+    x: trace.map((p) => p.atMs / 1000),
+    lines: [{ label: 'limit', y: trace.map((p) => p.limit) }],
+  };
+}
+
 function stepText(ms: number | null): string {
   return ms === null ? 'never' : `${(ms / 1000).toFixed(2)} s`;
 }
@@ -176,26 +188,22 @@ export const limits: Scenario = {
         },
         {
           heading: 'failover: C from 32 to 4 at 3 s and back at 6 s (S = 20 ms)',
-          charts: rs.map((r) => ({
-            kind: 'line' as const,
-            title: `${r.contender}: down ${stepText(r.step.downMs)}, up ${stepText(r.step.upMs)}`,
-            xLabel: 'seconds',
-            yLabel: 'limit',
-            x: r.step.trace.map((p) => p.atMs / 1000),
-            lines: [{ label: 'limit', y: r.step.trace.map((p) => p.limit) }],
-          })),
+          charts: rs.map((r) =>
+            limitChart(
+              `${r.contender}: down ${stepText(r.step.downMs)}, up ${stepText(r.step.upMs)}`,
+              r.step.trace,
+            ),
+          ),
           shareY: false,
         },
         {
           heading: 'slowdown: every request 5 times slower from 3 s to 6 s (C = 32, S = 20 ms)',
-          charts: rs.map((r) => ({
-            kind: 'line' as const,
-            title: `${r.contender}: slowed ${stepText(r.slowdown.slowMs)}, recovered ${stepText(r.slowdown.backMs)}`,
-            xLabel: 'seconds',
-            yLabel: 'limit',
-            x: r.slowdown.trace.map((p) => p.atMs / 1000),
-            lines: [{ label: 'limit', y: r.slowdown.trace.map((p) => p.limit) }],
-          })),
+          charts: rs.map((r) =>
+            limitChart(
+              `${r.contender}: slowed ${stepText(r.slowdown.slowMs)}, recovered ${stepText(r.slowdown.backMs)}`,
+              r.slowdown.trace,
+            ),
+          ),
           shareY: false,
         },
       ],

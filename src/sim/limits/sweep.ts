@@ -6,6 +6,7 @@ import type { ConcurrencyLimit, LimitOption } from '../../server/limits.js';
 import { envoyGradientPort, failsafeGoPort, goZeroPort, vegasPort } from './ports.js';
 import {
   bandEntryMs,
+  type ConcurrencyStep,
   type LimitPoint,
   runLimitCell,
   type ServiceSpread,
@@ -272,40 +273,40 @@ export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
       }
     }
   }
-  const s = runLimitCell({
-    limit: contenderLimit(o.contender, seed),
-    concurrency: 32,
-    serviceMs: 20,
-    load: 2,
-    durationMs: 9000,
-    measureFromMs: 1000,
-    steps: [
+  // The failover and the slowdown: C = 32 and S = 20 ms at 2x, a change at 3 s and back at 6 s.
+  const changed = (steps: readonly ConcurrencyStep[], measureFromMs: number) => {
+    const r = runLimitCell({
+      limit: contenderLimit(o.contender, seed),
+      concurrency: 32,
+      serviceMs: 20,
+      load: 2,
+      durationMs: 9000,
+      measureFromMs,
+      steps,
+      service,
+      seed,
+    });
+    o.onProgress?.(++done, total);
+    return r;
+  };
+  const s = changed(
+    [
       { atMs: 3000, concurrency: 4 },
       { atMs: 6000, concurrency: 32 },
     ],
-    service,
-    seed,
-  });
+    1000,
+  );
   const downMs = bandEntryMs(s.trace, 4, 6.2, 3000, 6000) ?? null;
   const upMs = bandEntryMs(s.trace, 32, 42.6, 6000) ?? null;
-  o.onProgress?.(++done, total);
-  const slow = runLimitCell({
-    limit: contenderLimit(o.contender, seed),
-    concurrency: 32,
-    serviceMs: 20,
-    load: 2,
-    durationMs: 9000,
-    measureFromMs: 7000,
-    steps: [
+  const slow = changed(
+    [
       { atMs: 3000, concurrency: 32, slowdown: 5 },
       { atMs: 6000, concurrency: 32 },
     ],
-    service,
-    seed,
-  });
+    7000,
+  );
   const slowMs = bandEntryMs(slow.trace, 32, 42.6, 3000, 6000) ?? null;
   const backMs = bandEntryMs(slow.trace, 32, 42.6, 6000) ?? null;
-  o.onProgress?.(++done, total);
   return {
     contender: o.contender,
     service,
