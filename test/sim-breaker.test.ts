@@ -6,7 +6,12 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { checkStack } from '../src/sim/check.js';
 import { runStorm, type StormResult } from '../src/sim/storm.js';
-import { CLIENT_LIBRARY_LAYER, runStormOnce, SMALL_STORM } from './helpers/fixtures.js';
+import {
+  CLIENT_LIBRARY_LAYER,
+  FULL_STORM_TIMEOUT,
+  runStormOnce,
+  SMALL_STORM,
+} from './helpers/fixtures.js';
 
 const example = JSON.parse(
   readFileSync(new URL('../examples/stack.json', import.meta.url), 'utf8'),
@@ -185,7 +190,9 @@ function figures(r: StormResult) {
   };
 }
 
-describe('runStorm with a circuit breaker per partner instance', () => {
+describe('runStorm with a circuit breaker per partner instance', {
+  timeout: FULL_STORM_TIMEOUT,
+}, () => {
   it('without a breaker: the figures are as before the breaker existed', () => {
     const r = runStormOnce({ policy: 'stormproof' });
     expect(r.parameters.breaker).toBe(false);

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { runStorm, type StormOptions, type StormResult } from '../src/sim/storm.js';
+import { FULL_STORM_TIMEOUT } from './helpers/fixtures.js';
 
 /**
  * The SHA-256 of the result's JSON (every field in the order the model writes them), without the
@@ -97,7 +98,7 @@ function headline(r: StormResult): string {
   ].join(', ');
 }
 
-describe('the storm lab figures stay exactly as pinned', () => {
+describe('the storm lab figures stay exactly as pinned', { timeout: FULL_STORM_TIMEOUT }, () => {
   for (const pin of PINNED) {
     it(pin.name, () => {
       const result = runStorm(pin.options);

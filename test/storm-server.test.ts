@@ -4,9 +4,9 @@
 // read from the simulator's output; docs/storm-model.md ("The server rows") gives the numbers.
 import { describe, expect, it } from 'vitest';
 import { runStorm, type StormOptions, type StormServerRampStep } from '../src/sim/storm.js';
-import { runStormOnce } from './helpers/fixtures.js';
+import { FULL_STORM_TIMEOUT, runStormOnce } from './helpers/fixtures.js';
 
-const SLOW = 180_000; // a full storm runs for seconds; on a shared 2-core machine, longer
+const SLOW = FULL_STORM_TIMEOUT;
 
 /** The moves of one server's ramp after its last step back to the floor (or its last trip). */
 function lastClimb(ramp: readonly StormServerRampStep[], server: number): StormServerRampStep[] {

@@ -11,7 +11,7 @@ import {
   type StormOptions,
   type StormResult,
 } from '../src/sim/storm.js';
-import { runStormOnce, SMALL_STORM } from './helpers/fixtures.js';
+import { FULL_STORM_TIMEOUT, runStormOnce, SMALL_STORM } from './helpers/fixtures.js';
 
 /** Success ratio of the user requests that ended in the last `n` seconds of the run. */
 function tailSuccess(result: StormResult, n: number): number {
@@ -21,7 +21,7 @@ function tailSuccess(result: StormResult, n: number): number {
   return ok / (ok + failed);
 }
 
-describe('runStorm with the defaults', () => {
+describe('runStorm with the defaults', { timeout: FULL_STORM_TIMEOUT }, () => {
   it('naive: the metastable state, several times normal load and still failing at the end', () => {
     const r = runStormOnce({ policy: 'naive' });
     expect(r.normalRps).toBeGreaterThan(3800);

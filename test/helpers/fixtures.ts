@@ -26,6 +26,13 @@ export const SMALL_STORM: StormOptions = {
   forecastKeys: 10_000,
 };
 
+/**
+ * The timeout of a test that runs a full storm: about 6 s of computing on a quiet core, 23 s
+ * measured on a 2-core machine with two other busy processes beside the suite (more than the
+ * suite's 20 s). It is a computation, not a wait: a longer limit loses no check.
+ */
+export const FULL_STORM_TIMEOUT = 180_000;
+
 /** Runs each storm once per test file, on first use: a full storm takes seconds. */
 const storms = new Map<string, StormResult>();
 export function runStormOnce(options: StormOptions): StormResult {
