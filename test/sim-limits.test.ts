@@ -114,10 +114,55 @@ describe('runLimitsSweep', () => {
     const roomy = runLimitsSweep({ ...o, contender: 'gradient2' }).cells[0]!;
     expect(roomy.rejectedShare).toBe(0);
     expect(roomy.pass).toBe(true);
+    expect(roomy.missed).toEqual([]);
     // At 50 in flight it starts at 20 and grows slowly: what it sheds meanwhile fails the cell.
     const short = runLimitsSweep({ ...o, concurrencies: [100], contender: 'gradient2' }).cells[0]!;
     expect(short.rejectedShare).toBeGreaterThan(0.01);
     expect(short.pass).toBe(false);
+    expect(short.missed).toEqual(['shed']);
+  });
+});
+
+describe('a cell names the targets it missed', () => {
+  it('above capacity: band, goodput and p99, each judged on its own; pass when none', () => {
+    const o = { contender: 'knee' as const, servicesMs: [20], loads: [2] };
+    // One at a time: the knee keeps a second request inside the backend, which waits a whole
+    // service time behind the first (admitted p99 about 2.6 S), while its limit sits in [1, 2.3].
+    const one = runLimitsSweep({ ...o, concurrencies: [1] }).cells[0]!;
+    expect(one.admittedP99).toBeGreaterThan(2);
+    expect(one.missed).toContain('p99');
+    expect(one.pass).toBe(false);
+    // Gradient2 never goes below 20: in front of 4 its limit is never in [4, 6.2].
+    const g2 = runLimitsSweep({ ...o, contender: 'gradient2', concurrencies: [4] }).cells[0]!;
+    expect(g2.bandEntryMs).toBeNull();
+    expect(g2.missed).toContain('band');
+    const ten = runLimitsSweep({ ...o, concurrencies: [10] }).cells[0]!;
+    expect(ten.pass).toBe(true);
+    expect(ten.missed).toEqual([]);
+    for (const c of [one, g2, ten]) {
+      expect(c.missed.includes('goodput')).toBe(c.goodput < 0.95);
+      expect(c.missed.includes('p99')).toBe(c.admittedP99 > 2);
+    }
+  });
+
+  it('the table prints them beside miss (a p99 of 2.03 S prints as 2.0S)', async () => {
+    const { code, stdout } = await runCli([
+      'sim',
+      'limits',
+      '--contender',
+      'knee',
+      '--concurrency',
+      '1,10',
+      '--service-ms',
+      '20',
+      '--loads',
+      '2',
+      '--progress',
+      'never',
+    ]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/1 x 20 ms, 2x\s+miss \([a-z, ]*p99[a-z, ]*\) /);
+    expect(stdout).toMatch(/10 x 20 ms, 2x\s+pass /);
   });
 });
 

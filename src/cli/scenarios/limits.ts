@@ -14,15 +14,19 @@ function limitsContenders(values: Values): LimitContender[] {
   return values.contender === 'all' ? [...LIMIT_CONTENDERS] : [values.contender as LimitContender];
 }
 
-/** A cell in a few characters: when the limit entered the band, and whether it passed. */
+/**
+ * A cell in a few characters: whether it passed (and if not, which targets it missed: a p99 of
+ * 2.03 S prints as 2.0S), when the limit entered the band, goodput and admitted p99.
+ */
 function limitsCellText(c: LimitsSweepResult['cells'][number]): string {
   if (c.skipped) return 'skipped';
+  const verdict = c.pass ? 'pass' : `miss (${c.missed.join(', ')})`;
   if (c.load < 1) {
     // Below capacity the backend could serve everything: what matters is what was shed.
-    return `${c.pass ? 'pass' : 'miss'} ${(c.rejectedShare * 100).toFixed(1)}% shed, below C ${Math.round(c.belowShare * 100)}% of the time`;
+    return `${verdict} ${(c.rejectedShare * 100).toFixed(1)}% shed, below C ${Math.round(c.belowShare * 100)}% of the time`;
   }
   const entry = c.bandEntryMs === null ? 'never' : `${(c.bandEntryMs / 1000).toFixed(1)} s`;
-  return `${c.pass ? 'pass' : 'miss'} ${entry} ${Math.round(c.goodput * 100)}% ${c.admittedP99.toFixed(1)}S`;
+  return `${verdict} ${entry} ${Math.round(c.goodput * 100)}% ${c.admittedP99.toFixed(1)}S`;
 }
 
 function limitsSummary(r: LimitsSweepResult): string {
@@ -135,7 +139,7 @@ export const limits: Scenario = {
       `limits: each contender in front of a backend of true concurrency C whose requests take S (${spreadText(first.service)});`,
       'above capacity a cell passes when the limit is inside [C, 1.3 C + 1] for good within 3 s (or 20 x S),',
       `goodput is at least 95% of capacity and the admitted p99 at most ${p99Text(first.service)}`,
-      '(each cell: pass or miss, when it entered the band, goodput, admitted p99 over S);',
+      '(each cell: pass, or miss and the targets missed; when it entered the band, goodput, admitted p99 over S);',
       'below capacity (a load under 1x) it passes when at most 1% of the requests were shed',
       table(rows),
       '',

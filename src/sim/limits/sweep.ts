@@ -145,7 +145,15 @@ export interface LimitsCell {
    * requests rejected, since the backend could serve them all.
    */
   readonly pass: boolean;
+  /**
+   * The targets the cell missed, empty when it passed: `'band'` (not inside [C, 1.3 C + 1] for
+   * good in time), `'goodput'`, `'p99'` (above capacity), `'shed'` (below it).
+   */
+  readonly missed: readonly LimitsTarget[];
 }
+
+/** A target of a cell (see {@link LimitsCell.missed}). */
+export type LimitsTarget = 'band' | 'goodput' | 'p99' | 'shed';
 
 /** The failover: C from 32 to 4 and back, S = 20 ms, offered twice the larger capacity. */
 export interface LimitsStep {
@@ -239,6 +247,7 @@ export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
             belowShare: 0,
             finalLimit: 0,
             pass: false,
+            missed: [],
           });
         } else {
           const r = runLimitCell({
@@ -253,7 +262,14 @@ export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
           });
           const entry = bandEntryMs(r.trace, concurrency, 1.3 * concurrency + 1);
           const inTime = entry !== undefined && entry <= Math.max(3000, 20 * serviceMs);
-          const overload = inTime && r.goodput >= 0.95 && r.admittedP99 <= p99Bound;
+          const missed: LimitsTarget[] = [];
+          if (load < 1) {
+            if (r.rejectedShare > 0.01) missed.push('shed');
+          } else {
+            if (!inTime) missed.push('band');
+            if (!(r.goodput >= 0.95)) missed.push('goodput');
+            if (!(r.admittedP99 <= p99Bound)) missed.push('p99');
+          }
           cells.push({
             concurrency,
             serviceMs,
@@ -266,7 +282,8 @@ export function runLimitsSweep(o: LimitsSweepOptions): LimitsSweepResult {
             rejectedShare: r.rejectedShare,
             belowShare: r.belowShare,
             finalLimit: r.trace.at(-1)?.limit ?? 0,
-            pass: load < 1 ? r.rejectedShare <= 0.01 : overload,
+            pass: missed.length === 0,
+            missed,
           });
         }
         o.onProgress?.(++done, total);
