@@ -722,6 +722,29 @@ describe('retry(fn, options): an inline literal resolved once while its values s
     await expect(call()).resolves.toBe(1);
   });
 
+  it('reads a plain object by its enumerable own options, the same cached or not: a hidden one neither counts nor leaks', async () => {
+    const clock = instantClock();
+    const attempts = async (options: RetryOptions) => {
+      const op = failing(httpError(503), httpError(503), httpError(503), httpError(503));
+      await retry(op, options).catch(() => {});
+      return op.mock.calls.length;
+    };
+    const hiding = () =>
+      Object.defineProperty({ clock, budget: false }, 'maxAttempts', {
+        value: 1,
+        enumerable: false,
+      }) as RetryOptions;
+    // Before: resolved with its hidden maxAttempts, then kept under its visible keys, so the
+    // next literal with those keys was served one attempt instead of its default four.
+    expect(await attempts(hiding())).toBe(4);
+    expect(await attempts({ clock, budget: false })).toBe(4);
+    // Cached or resolved afresh, the hidden option is read the same: not at all, as a spread.
+    expect(await attempts(hiding())).toBe(4);
+    expect(await attempts({ ...hiding(), maxAttempts: 2 })).toBe(2);
+    expect(await attempts(hiding())).toBe(4);
+    expect(createRetryPolicy(hiding()).options.maxAttempts).toBe(4);
+  });
+
   it('compares only plain objects: an array or a class with accessors after an equal-looking literal', async () => {
     await expect(retry(async () => 1, {})).resolves.toBe(1);
     await expect(retry(async () => 1, [] as RetryOptions)).rejects.toThrow(

@@ -589,6 +589,23 @@ function checkBoolean(owner: string, name: string, value: unknown, fallback: boo
 }
 
 /**
+ * A plain object's options are its enumerable own properties, as a spread copies them: one that
+ * defines an option non-enumerable is read without it. `retry(op, options)` keeps the last
+ * options' resolution and knows a literal by its enumerable keys (`for...in`): read with the
+ * hidden option, `retry(op, { baseDelayMs: 1 })` was then served the `maxAttempts: 1` of an
+ * earlier object that hid it, and that object the defaults of an earlier literal. A class's
+ * accessors are read as before (they are not own properties).
+ */
+function enumerableOptions(o: Record<string, unknown>): Record<string, unknown> {
+  const proto = Object.getPrototypeOf(o);
+  if (proto !== Object.prototype && proto !== null) return o;
+  for (const name of Object.getOwnPropertyNames(o)) {
+    if (!Object.prototype.propertyIsEnumerable.call(o, name)) return { ...o };
+  }
+  return o;
+}
+
+/**
  * Fills the defaults and checks every value. Throws a TypeError or RangeError that names the
  * option and the value at fault. Only `undefined` means "the default": `null` is rejected like
  * any other wrong type. Not frozen: `createRetryPolicy` freezes what it hands out, and a one-off
@@ -599,7 +616,7 @@ export function resolvePolicy(
   input: unknown,
   { defaultBudget, allowCallKeys }: { defaultBudget: boolean; allowCallKeys: boolean },
 ): ResolvedPolicy {
-  const o = checkOptionsObject(owner, input);
+  const o = enumerableOptions(checkOptionsObject(owner, input));
   const known = allowCallKeys ? RETRY_KEY_SET : POLICY_KEY_SET;
   for (const key in o) {
     if (!known.has(key)) checkKnownKeys(owner, o, allowCallKeys ? RETRY_OPTION_KEYS : POLICY_KEYS);
