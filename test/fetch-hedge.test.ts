@@ -453,6 +453,14 @@ describe('createFetch hedge against a loopback server slow 2 % of the time', () 
 
   beforeAll(async () => {
     server = createServer((req, res) => {
+      if (mode === 'shed' && !req.url?.startsWith('/shed/')) {
+        // A copy from the tail phase that reaches the server after that phase ended (a loser
+        // whose bytes had left before its abort): answered, not counted. CI once saw the shed
+        // phase answer [200, 200, 503, 200, ...]: one request counted before the first made
+        // every 503 move by one turn, and the first one's hedge go out before any pushback.
+        res.end();
+        return;
+      }
       counts.requests++;
       if (req.headers[HEDGE_HEADER] !== undefined) counts.hedges++;
       if (mode === 'shed') {
