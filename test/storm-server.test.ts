@@ -6,8 +6,6 @@ import { describe, expect, it } from 'vitest';
 import { runStorm, type StormOptions, type StormServerRampStep } from '../src/sim/storm.js';
 import { FULL_STORM_TIMEOUT, runStormOnce } from './helpers/fixtures.js';
 
-const SLOW = FULL_STORM_TIMEOUT;
-
 /** The moves of one server's ramp after its last step back to the floor (or its last trip). */
 function lastClimb(ramp: readonly StormServerRampStep[], server: number): StormServerRampStep[] {
   const moves = ramp.filter((e) => e.server === server);
@@ -27,7 +25,7 @@ describe('naive clients, the storm story stack, by server protection', () => {
       expect(r.recoveredAfterFaultSeconds).toBeNull();
       expect(r.goodputRecoveredAfterFaultSeconds).toBeNull();
     },
-    SLOW,
+    FULL_STORM_TIMEOUT,
   );
 
   it(
@@ -74,7 +72,7 @@ describe('naive clients, the storm story stack, by server protection', () => {
       expect(server.shed['queue-timeout']).toBeGreaterThan(0);
       expect(server.admittedShare.at(-1)).toBe(1);
     },
-    SLOW,
+    FULL_STORM_TIMEOUT,
   );
 
   it(
@@ -94,7 +92,7 @@ describe('naive clients, the storm story stack, by server protection', () => {
       // queueing: the loop that sustains the storm is broken (see docs/storm-model.md).
       expect(r.recoveredAfterFaultSeconds).not.toBeNull();
     },
-    SLOW,
+    FULL_STORM_TIMEOUT,
   );
 });
 
@@ -126,7 +124,7 @@ describe('stormproof clients, by server protection', () => {
       expect(r.server!.reopenedAtSeconds).not.toBeNull();
       expect(r.peakRpsAfterFailover).toBeLessThan(1.5 * r.normalRps);
     },
-    SLOW,
+    FULL_STORM_TIMEOUT,
   );
 });
 
@@ -144,7 +142,7 @@ describe('stormproof clients with a circuit breaker, by server protection', () =
         alone.recoveredAfterFaultSeconds! + 5,
       );
     },
-    SLOW,
+    FULL_STORM_TIMEOUT,
   );
 });
 
