@@ -174,6 +174,35 @@ describe('the event source', () => {
     expect(depthSeen).toBe(1);
   });
 
+  it('a subscriber that aborts a call at its start: the call rejects with the reason, no attempt runs', async () => {
+    const controller = new AbortController();
+    const ends: CallMessage[] = [];
+    const onCall = (m: CallMessage) => {
+      if (m.type === 'start') controller.abort(new Error('stop at start'));
+      else ends.push(m);
+    };
+    channels.call.subscribe(onCall);
+    stops.push(() => channels.call.unsubscribe(onCall));
+    let attempts = 0;
+    const policy = createRetryPolicy({ budget: false });
+    const call = policy.retry(
+      () => {
+        attempts++;
+        return 'ran';
+      },
+      { signal: controller.signal },
+    );
+    const error = await call.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // A settled call is not run afterwards, and nothing is thrown at the subscriber.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect((error as Error).message).toBe('stop at start');
+    expect(getRetryReport(error)).toMatchObject({ reason: 'aborted', attempts: 0 });
+    expect(attempts).toBe(0);
+    expect(ends.map((m) => m.type)).toEqual(['end']);
+  });
   it('rejects a wrapper that is not a function, naming it', () => {
     expect(() => wrapAttempts(null as never)).toThrow(/wrapAttempts\(wrapper\)/);
   });

@@ -3,6 +3,12 @@
 // successful call), aborted when the attempt is ended from outside, before or after that read.
 import type { AttemptContext } from './options.js';
 
+/** What runs an attempt, told how the attempt's promise settled. */
+export interface AttemptOwner {
+  attemptReturned(scope: AttemptScope, value: unknown): void;
+  attemptFailed(scope: AttemptScope, error: unknown): void;
+}
+
 /**
  * One attempt as the operation sees it: its number and its signal (made on first read). The
  * signal aborts when the attempt is ended from outside: the caller's abort, its timeout, the
@@ -17,9 +23,22 @@ export class AttemptScope implements AttemptContext {
   // already aborted.
   private controller: AbortController | undefined = undefined;
   readonly attempt: number;
+  /** Who is told how the attempt's promise settled, through `returned` and `threw`. */
+  private readonly owner: AttemptOwner | undefined;
 
-  constructor(attempt: number) {
+  constructor(attempt: number, owner?: AttemptOwner) {
     this.attempt = attempt;
+    this.owner = owner;
+  }
+
+  /** The attempt's promise resolved with `value`: bound to the scope as a promise reaction. */
+  returned(value: unknown): void {
+    this.owner!.attemptReturned(this, value);
+  }
+
+  /** The attempt's promise rejected with `error`: bound to the scope as a promise reaction. */
+  threw(error: unknown): void {
+    this.owner!.attemptFailed(this, error);
   }
 
   get signal(): AbortSignal {

@@ -4,7 +4,7 @@
 // operation does (the attempt's signal aborts then, and a later result is dropped), and every
 // timer and listener it took is released before it settles.
 import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
-import { AttemptScope } from './attempt-scope.js';
+import { type AttemptOwner, AttemptScope } from './attempt-scope.js';
 import type { BreakerAdmission, BreakerOutcome, CircuitBreaker } from './breaker/breaker.js';
 import { BreakerOpenError } from './breaker/errors.js';
 import type { Budget } from './budgets/budget.js';
@@ -139,17 +139,18 @@ class AttemptTimeout<T> implements Deadline {
   }
 }
 
-// Where a call is. Numbers, not an enum: an enum's members are property reads of an object, at
-// every change of phase and every check of one (1% of a successful call).
-/** An attempt is running. */
-const ATTEMPT = 0;
+// Where a call is between attempts (while one runs, the call holds its scope instead). Numbers,
+// not an enum: an enum's members are property reads of an object, at every change of stage and
+// every check of one (1% of a successful call).
+/** Not yet at its first attempt. */
+const STARTING = 0;
 /** `shouldRetry` is deciding, asynchronously. */
 const JUDGING = 1;
 /** Waiting before the next attempt. */
 const WAITING = 2;
 /** Settled: anything that arrives now is dropped. */
 const DONE = 3;
-type Phase = typeof ATTEMPT | typeof JUDGING | typeof WAITING | typeof DONE;
+type Between = typeof STARTING | typeof JUDGING | typeof WAITING | typeof DONE;
 
 /** A failed attempt: what it threw, or the resolved value that counted as a failure. */
 interface Failure {
@@ -194,7 +195,7 @@ class CallMore<T> {
  * One call: its attempts, waits, timers and listeners, from start to settlement. Its own record
  * holds what a call whose first attempt succeeds needs; the rest is in `more`.
  */
-class Call<T> implements Deadline, AbortWatcher {
+class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
   // Its fields are declared here and set in the constructor: fields with initializers (and
   // parameter properties) compile to class fields, set by a function of their own that V8 did
   // not inline (4% of a successful call).
@@ -208,8 +209,11 @@ class Call<T> implements Deadline, AbortWatcher {
   // Its place in the list of calls that share its clock and deadline.
   declare nextDeadline: Deadline | undefined;
   declare prevDeadline: Deadline | undefined;
-  declare private phase: Phase;
-  declare private scope: AttemptScope | undefined;
+  /**
+   * The running attempt's scope, or where the call is between attempts: one field for both, so
+   * that a call's record stays small (an attempt's outcome counts only while its scope is here).
+   */
+  declare private stage: AttemptScope | Between;
   declare private more: CallMore<T> | undefined;
 
   constructor(
@@ -226,8 +230,7 @@ class Call<T> implements Deadline, AbortWatcher {
     this.startedAt = startedAt;
     this.nextDeadline = undefined;
     this.prevDeadline = undefined;
-    this.phase = ATTEMPT;
-    this.scope = undefined;
+    this.stage = STARTING;
     this.more = undefined;
   }
 
@@ -263,7 +266,10 @@ class Call<T> implements Deadline, AbortWatcher {
     if (signal !== undefined) watchAbort(signal, this);
     // Out of line, as every report here: the code a report builds would make the hot function
     // too large for V8 to inline, a cost paid with nobody subscribed (bench/instrument.mjs).
-    if (callChannel.hasSubscribers) this.publishStart();
+    if (callChannel.hasSubscribers) {
+      this.publishStart();
+      if (this.stage === DONE) return; // A subscriber aborted the call.
+    }
     this.runAttempt(1);
   }
 
@@ -369,9 +375,8 @@ class Call<T> implements Deadline, AbortWatcher {
         more.check?.discard?.(last.error as T);
       }
     }
-    const scope = new AttemptScope(attempt);
-    this.scope = scope;
-    this.phase = ATTEMPT;
+    const scope = new AttemptScope(attempt, this);
+    this.stage = scope;
     const timeoutMs = this.policy.attemptTimeoutMs;
     if (timeoutMs !== undefined) {
       const clock = this.policy.clock;
@@ -391,10 +396,7 @@ class Call<T> implements Deadline, AbortWatcher {
       this.attemptFailed(scope, error);
       return;
     }
-    Promise.resolve(result).then(
-      (value) => this.attemptReturned(scope, value),
-      (error: unknown) => this.attemptFailed(scope, error),
-    );
+    Promise.resolve(result).then(scope.returned.bind(scope), scope.threw.bind(scope));
   }
 
   /** Ends the running attempt's own timer, and reports how it ended when someone listens. */
@@ -421,9 +423,9 @@ class Call<T> implements Deadline, AbortWatcher {
     more.observedAt = -1;
   }
 
-  private attemptReturned(scope: AttemptScope, value: T): void {
+  attemptReturned(scope: AttemptScope, value: T): void {
     const check = this.more?.check;
-    if (scope !== this.scope || this.phase !== ATTEMPT) {
+    if (scope !== this.stage) {
       check?.discard?.(value); // Too late: the call ended without it.
       return;
     }
@@ -431,14 +433,14 @@ class Call<T> implements Deadline, AbortWatcher {
     else this.succeed(scope, value);
   }
 
-  private attemptFailed(scope: AttemptScope, error: unknown): void {
-    if (scope !== this.scope || this.phase !== ATTEMPT) return; // Too late: dropped.
+  attemptFailed(scope: AttemptScope, error: unknown): void {
+    if (scope !== this.stage) return; // Too late: dropped.
     this.failed(scope, { error, isValue: false }, 'failure');
   }
 
   /** The attempt's own timeout passed: it fails as a timeout (retryable while time is left). */
   attemptTimedOut(scope: AttemptScope): void {
-    if (scope !== this.scope || this.phase !== ATTEMPT) return;
+    if (scope !== this.stage) return;
     const error = new AttemptTimeoutError(this.policy.attemptTimeoutMs!);
     scope.end(error);
     this.failed(scope, { error, isValue: false }, 'timeout');
@@ -538,13 +540,13 @@ class Call<T> implements Deadline, AbortWatcher {
       this.answered(verdict, answer);
       return;
     }
-    this.phase = JUDGING;
+    this.stage = JUDGING;
     Promise.resolve(answer).then(
       (late) => {
-        if (this.phase === JUDGING && more.failure === failure) this.answered(verdict, late);
+        if (this.stage === JUDGING && more.failure === failure) this.answered(verdict, late);
       },
       (thrown: unknown) => {
-        if (this.phase === JUDGING && more.failure === failure) this.shouldRetryFailed(thrown);
+        if (this.stage === JUDGING && more.failure === failure) this.shouldRetryFailed(thrown);
       },
     );
   }
@@ -622,7 +624,7 @@ class Call<T> implements Deadline, AbortWatcher {
       };
       emit(policy.onRetry, event);
       emit(call?.onRetry, event);
-      if (this.phase === DONE) return; // A hook aborted the call.
+      if (this.stage === DONE) return; // A hook aborted the call.
     }
     if (callChannel.hasSubscribers) {
       const verdict = decision.verdict;
@@ -635,14 +637,14 @@ class Call<T> implements Deadline, AbortWatcher {
         retryAfterMs: verdict.pushbackMs ?? verdict.retryAfterMs,
         atMs: policy.clock.now(),
       });
-      if (this.phase === DONE) return; // A subscriber aborted the call.
+      if (this.stage === DONE) return; // A subscriber aborted the call.
     }
     more.next = decision.state;
     if (decision.delayMs <= 0) {
       this.waited();
       return;
     }
-    this.phase = WAITING;
+    this.stage = WAITING;
     const wait = new AbortController();
     more.wait = wait;
     more.waitStartedAt = policy.clock.now();
@@ -654,7 +656,7 @@ class Call<T> implements Deadline, AbortWatcher {
   private waited(): void {
     const more = this.extra();
     more.wait = undefined;
-    if (this.phase === DONE) return;
+    if (this.stage === DONE) return;
     const next = more.next!;
     more.state = next;
     this.runAttempt(next.attempt);
@@ -662,49 +664,50 @@ class Call<T> implements Deadline, AbortWatcher {
 
   /** The call's deadline passed: it settles now, whatever is still running. */
   expire(nowMs: number): void {
-    const phase = this.phase;
-    if (phase === DONE) return;
+    const stage = this.stage;
+    if (stage === DONE) return;
     const state = this.current();
     const more = this.extra();
     let waitedMs = 0;
-    if (phase === ATTEMPT) {
-      const scope = this.scope!;
+    if (typeof stage === 'object') {
+      const scope = stage;
       const error = new DeadlineExceededError(this.deadlineMs);
       scope.end(error);
       this.endAttempt(scope, 'deadline', error);
       more.failure = { error, isValue: false };
       more.verdict = defaultVerdict(this.policy, state, error);
-    } else if (phase === WAITING) {
+    } else if (stage === WAITING) {
       waitedMs = nowMs - more.waitStartedAt;
     }
     const verdict = more.verdict ?? defaultVerdict(this.policy, state, more.failure!.error);
-    const reason = deadlinePassed(this.policy, verdict, nowMs, phase !== WAITING);
+    const reason = deadlinePassed(this.policy, verdict, nowMs, stage !== WAITING);
     this.recordOutcome('failure');
     this.giveUp(reason, verdict, undefined, waitedMs);
   }
 
   /** The caller's signal aborted: the call rejects with its reason, at once. */
   onAbort(reason: unknown): void {
-    const phase = this.phase;
-    if (phase === DONE) return;
-    if (phase === ATTEMPT) {
-      const scope = this.scope!;
+    const stage = this.stage;
+    if (stage === DONE) return;
+    if (typeof stage === 'object') {
+      const scope = stage;
       scope.end(reason);
       this.endAttempt(scope, 'aborted', reason);
     }
     const more = this.extra();
-    const waitedMs = phase === WAITING ? this.policy.clock.now() - more.waitStartedAt : 0;
+    const waitedMs = stage === WAITING ? this.policy.clock.now() - more.waitStartedAt : 0;
     this.recordOutcome('ignored');
     // A failed value kept through the wait will not be returned now.
     const last = more.failure;
     if (last?.isValue) more.check?.discard?.(last.error as T);
     more.failure = { error: reason, isValue: false };
-    this.giveUp('aborted', undefined, undefined, waitedMs);
+    const attempts = stage === STARTING ? 0 : this.current().attempt;
+    this.giveUp('aborted', undefined, undefined, waitedMs, attempts);
   }
 
   /** Releases the deadline entry, the caller's signal and any wait. */
   private settle(): void {
-    this.phase = DONE;
+    this.stage = DONE;
     leave(this);
     const more = this.more;
     if (more === undefined) return;
