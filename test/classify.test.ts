@@ -1,9 +1,26 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { classify } from '../src/index.js';
 
 const withCode = (code: string, message = code) => Object.assign(new Error(message), { code });
 
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
 describe('classify', () => {
+  it('reads the wall clock only for an error with headers, and then turns a Retry-After date into a wait', () => {
+    const now = vi.spyOn(Date, 'now');
+    expect(classify(Object.assign(new Error('down'), { status: 503 }))).toMatchObject({
+      retryable: true,
+      kind: 'unavailable',
+    });
+    expect(now).not.toHaveBeenCalled();
+    now.mockReturnValue(Date.parse('Wed, 21 Oct 2026 07:28:00 GMT'));
+    const dated = { status: 503, headers: { 'retry-after': 'Wed, 21 Oct 2026 07:28:30 GMT' } };
+    expect(classify(dated)).toMatchObject({ retryAfterMs: 30_000 });
+    expect(now).toHaveBeenCalled();
+  });
+
   it.each([
     [502, 'unavailable'],
     [503, 'unavailable'],

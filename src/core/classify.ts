@@ -193,7 +193,12 @@ function statusVerdict(status: number): Verdict {
 }
 
 /** Applies the server's own instructions: don't-retry headers, Stripe-Should-Retry, Retry-After. */
-function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: number): Verdict {
+function withServerHints(
+  verdict: Verdict,
+  headers: unknown,
+  error: Bag,
+  nowMs: number | undefined,
+): Verdict {
   let result = verdict;
   if (headers !== undefined) {
     if (
@@ -243,7 +248,9 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
  * timeouts, dropped connections, 408, 502, 503, 504, 429 (slower), a 413 that carries Retry-After
  * and 500 (once, by default); fails everything else at once.
  *
- * `nowMs` is the wall-clock time used to turn a Retry-After date into a wait.
+ * `nowMs` is the wall-clock time used to turn a Retry-After date into a wait; without it,
+ * `Date.now()` is read only when an error carries headers to read (a failure's judgement reads no
+ * clock otherwise).
  *
  * @example
  * ```ts
@@ -251,7 +258,7 @@ function withServerHints(verdict: Verdict, headers: unknown, error: Bag, nowMs: 
  * // { retryable: true, kind: 'unavailable', status: 503, retryAfterMs: 2000 }
  * ```
  */
-export function classify(error: unknown, nowMs: number = Date.now()): Verdict {
+export function classify(error: unknown, nowMs?: number): Verdict {
   if (!isObject(error)) return PERMANENT;
   const status = readStatus(error);
   const response = error.response;

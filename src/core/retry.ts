@@ -339,13 +339,16 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     );
   }
 
-  /** The state of the attempt that runs or last ran; made on the first failure. */
-  private current(): RetryState {
+  /**
+   * The state of the attempt that runs or last ran; made on the first failure, at `nowMs` when
+   * the caller has just read the clock.
+   */
+  private current(nowMs?: number): RetryState {
     const more = this.extra();
     let state = more.state;
     if (state === undefined) {
       const clock = this.policy.clock;
-      checkedStart(clock, this.startedAt, clock.now());
+      checkedStart(clock, this.startedAt, nowMs ?? clock.now());
       state = startState(this.policy, this.startedAt);
       if (more.unrepeatable !== undefined) state = { ...state, unrepeatable: more.unrepeatable };
       const deadlineMs = this.deadlineMs;
@@ -515,11 +518,13 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     const more = this.extra();
     more.failure = failure;
     const policy = this.policy;
-    const state = this.current();
+    // One reading for the call's start (on its first failure) and for the step.
+    const nowMs = policy.clock.now();
+    const state = this.current(nowMs);
     const error = failure.error;
     const shouldRetry = policy.shouldRetry;
     if (shouldRetry === undefined || (!policy.allowNestedRetries && retriedBelow(error))) {
-      this.decide(step(policy, state, { ok: false, error }, policy.clock.now()));
+      this.decide(step(policy, state, { ok: false, error }, nowMs));
       return;
     }
     const verdict = defaultVerdict(policy, state, error);

@@ -174,19 +174,13 @@ export function step(
   }
   const verdict = outcome.verdict ?? judgeNow(policy, state, error, nowMs);
   budget?.recordFailure(nowMs, verdict.retryable || verdict.kind === 'do-not-retry');
-  const giveUp = (reason: GiveUpReason): Decision => ({
-    action: 'give-up',
-    reason,
-    verdict,
-    state,
-  });
-  if (!verdict.retryable) return giveUp('not-retryable');
-  if (state.unrepeatable !== undefined) return giveUp(state.unrepeatable);
-  if (state.attempt >= policy.maxAttempts) return giveUp('max-attempts');
+  if (!verdict.retryable) return givenUp('not-retryable', verdict, state);
+  if (state.unrepeatable !== undefined) return givenUp(state.unrepeatable, verdict, state);
+  if (state.attempt >= policy.maxAttempts) return givenUp('max-attempts', verdict, state);
   const elapsedMs = nowMs - state.startedAt;
   const deadlineMs = state.deadlineMs ?? policy.deadlineMs;
   // Checked first: a timer that fires late must not make the deadline look like the server's.
-  if (elapsedMs >= deadlineMs) return giveUp('deadline');
+  if (elapsedMs >= deadlineMs) return givenUp('deadline', verdict, state);
 
   let delayMs: number;
   let backoffIndex: number;
@@ -194,7 +188,7 @@ export function step(
   if (verdict.pushbackMs !== undefined) {
     // The server chose the wait: use it exactly, and start the backoff over after it.
     if (elapsedMs + verdict.pushbackMs >= deadlineMs) {
-      return giveUp('pushback-beyond-deadline');
+      return givenUp('pushback-beyond-deadline', verdict, state);
     }
     delayMs = verdict.pushbackMs;
     backoffIndex = 0;
@@ -218,7 +212,7 @@ export function step(
     );
     const serverPauseMs = policy.honorRetryAfter ? (verdict.retryAfterMs ?? 0) : 0;
     if (serverPauseMs > 0 && elapsedMs + serverPauseMs >= deadlineMs) {
-      return giveUp('retry-after-beyond-deadline');
+      return givenUp('retry-after-beyond-deadline', verdict, state);
     }
     // The server's pause is added to the jittered wait, never max(wait, pause): clients that were
     // told the same value must not return in the same instant.
@@ -227,24 +221,27 @@ export function step(
     previousDelayMs = backoff;
   }
   // A retry must start before the deadline, with time left to run.
-  if (elapsedMs + delayMs >= deadlineMs) return giveUp('deadline');
-  if (budget !== undefined && !budget.tryRetry(nowMs, verdict.kind)) return giveUp('budget');
+  if (elapsedMs + delayMs >= deadlineMs) return givenUp('deadline', verdict, state);
+  if (budget !== undefined && !budget.tryRetry(nowMs, verdict.kind))
+    return givenUp('budget', verdict, state);
 
-  return {
-    action: 'retry',
-    delayMs,
-    verdict,
-    state: {
-      startedAt: state.startedAt,
-      attempt: state.attempt + 1,
-      backoffIndex,
-      previousDelayMs,
-      totalDelayMs: state.totalDelayMs + delayMs,
-      ...(state.deadlineMs === undefined ? {} : { deadlineMs: state.deadlineMs }),
-      internalErrorRetries: state.internalErrorRetries + (verdict.kind === 'internal' ? 1 : 0),
-      retriedKind: verdict.kind,
-    },
+  const next: { -readonly [K in keyof RetryState]: RetryState[K] } = {
+    startedAt: state.startedAt,
+    attempt: state.attempt + 1,
+    backoffIndex,
+    previousDelayMs,
+    totalDelayMs: state.totalDelayMs + delayMs,
+    internalErrorRetries: state.internalErrorRetries + (verdict.kind === 'internal' ? 1 : 0),
+    retriedKind: verdict.kind,
   };
+  // Set only when there is one (no spread: a literal with a spread in it is built key by key).
+  if (state.deadlineMs !== undefined) next.deadlineMs = state.deadlineMs;
+  return { action: 'retry', delayMs, verdict, state: next };
+}
+
+/** The decision to give up for `reason` (a function, not a closure made at every step). */
+function givenUp(reason: GiveUpReason, verdict: Verdict, state: RetryState): Decision {
+  return { action: 'give-up', reason, verdict, state };
 }
 
 /**
