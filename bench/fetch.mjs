@@ -6,7 +6,7 @@ import { createFetch } from '../dist/fetch/index.js';
 const CONCURRENCY = 32;
 
 /** Starts the server process and resolves with its port and a stop function. */
-function startServer() {
+export function startServer() {
   const child = spawn(process.execPath, [new URL('./fetch-server.mjs', import.meta.url).pathname], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
@@ -23,6 +23,26 @@ function startServer() {
       });
     });
   });
+}
+
+/**
+ * The three ways to fetch that the benchmarks compare (around `transport`, the runtime's fetch
+ * unless given). The second is bare fetch given a signal and
+ * a timer, as every deadline needs: it shows what the platform itself charges for an abortable
+ * request, and stormproof/fetch's own cost is what it adds to that.
+ */
+export function fetchContenders(transport) {
+  const send = transport ?? globalThis.fetch;
+  const withDeadline = (target) => {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 3000);
+    return send(target, { signal: controller.signal }).finally(() => clearTimeout(timer));
+  };
+  return {
+    'bare fetch': send,
+    'bare fetch with a deadline signal': withDeadline,
+    'stormproof/fetch': createFetch(transport === undefined ? undefined : { fetch: transport }),
+  };
 }
 
 /** Requests per second that `fetchFn` completes for `ms` milliseconds with CONCURRENCY workers. */
@@ -46,18 +66,7 @@ async function throughput(fetchFn, url, ms) {
 export async function measureFetch({ rounds = 7, ms = 1500 } = {}) {
   const { port, stop } = await startServer();
   const url = `http://127.0.0.1:${port}/forecast`;
-  // The third contender is bare fetch given a signal and a timer, as every deadline needs: it shows
-  // what the platform itself charges for an abortable request.
-  const withDeadline = (target) => {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), 3000);
-    return fetch(target, { signal: controller.signal }).finally(() => clearTimeout(timer));
-  };
-  const contenders = {
-    'bare fetch': globalThis.fetch,
-    'bare fetch with a deadline signal': withDeadline,
-    'stormproof/fetch': createFetch(),
-  };
+  const contenders = fetchContenders();
   const rates = Object.fromEntries(Object.keys(contenders).map((name) => [name, []]));
   try {
     for (const f of Object.values(contenders)) await throughput(f, url, Math.min(ms, 500)); // warm-up

@@ -120,7 +120,7 @@ function writeSectionAndRow(measured, { heading, before, rowPrefix }) {
 
 if (only === 'instrument' || only === 'fetch-runtimes') {
   const measured =
-    only === 'instrument' ? instrumentSection({ smoke }) : fetchRuntimesSection({ smoke });
+    only === 'instrument' ? instrumentSection({ smoke }) : await fetchRuntimesSection({ smoke });
   if (smoke) {
     process.stdout.write(`${measured.row}\n\n${measured.section}`);
     process.exit(process.exitCode ?? 0);
@@ -184,7 +184,7 @@ for (const [name, s] of Object.entries(fetchRates)) {
 }
 
 process.stderr.write('fetch on Node 20, 22 and 24\n');
-const fetchRuntimes = fetchRuntimesSection({ smoke });
+const fetchRuntimes = await fetchRuntimesSection({ smoke });
 targetLines.push(fetchRuntimes.row);
 
 process.stderr.write('event source: nobody subscribed against compiled out\n');

@@ -1,0 +1,115 @@
+// stormproof/fetch's own cost counted in instructions (issue 19), beside the timed rows of
+// bench/fetch-runtimes.mjs, which move by several percent from run to run and so cannot show 1%.
+//
+// Counting real requests does not settle it either: two counts of the same 1,200 requests over
+// loopback differ by up to 5% (the event loop's wakeups and the collector's timing follow the
+// clock, which valgrind slows fifty-fold). So the count is split in two, each part repeatable:
+// - stormproof/fetch's own work: the instructions it adds to a call, counted around a stub
+//   transport that answers at once with a made Response and handles the signal as undici's fetch
+//   does (an abort listener, removed when done), against bare fetch given a deadline signal around
+//   the same stub. The stub's own work cancels; what is left is each wrapper's.
+// - a real request's cost: bare fetch with a deadline signal to the loopback server of
+//   bench/fetch.mjs (in another process, not counted), one request at a time, body read.
+// Own cost = (stormproof/fetch - signal row) around the stub, over the real request's count.
+// Each count runs in a process of its own under valgrind's cachegrind, V8 made deterministic
+// (`--predictable`: no background compiler), as the difference between a run of `many` calls and
+// one of `few` (start-up and warm-up cancel), over `many - few`. An instruction is not a
+// nanosecond, and the kernel's side of a socket is not counted at all; what stormproof/fetch adds
+// is JavaScript, and that is counted whole.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { fetchContenders, startServer } from './fetch.mjs';
+
+const here = fileURLToPath(import.meta.url);
+const SIGNAL_ROW = 'bare fetch with a deadline signal';
+const OURS = 'stormproof/fetch';
+
+/** Instructions of `n` calls (`what`: a mode of this file), or undefined without valgrind. */
+function count(bin, what, n, url = '') {
+  const r = spawnSync(
+    'valgrind',
+    [
+      '--tool=cachegrind',
+      '--cache-sim=no',
+      '--cachegrind-out-file=/dev/null',
+      bin,
+      '--predictable',
+      here,
+      '--count',
+      what,
+      String(n),
+      url,
+    ],
+    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
+  );
+  if (r.error?.code === 'ENOENT') return undefined;
+  const m = /I\s+refs:\s+([\d,]+)/.exec(r.stderr ?? '');
+  if (r.status !== 0 || m === null) throw new Error(`valgrind failed: ${r.stderr?.slice(-2000)}`);
+  return Number(m[1].replaceAll(',', ''));
+}
+
+/** Instructions per call: the difference between `many` calls and `few`. */
+function perCall(bin, what, [few, many], url) {
+  const a = count(bin, what, few, url);
+  if (a === undefined) return undefined;
+  return (count(bin, what, many, url) - a) / (many - few);
+}
+
+/**
+ * For each runtime (`{ name, bin }`): instructions per call of the signal row and of
+ * stormproof/fetch around the stub (two counts each), and of a real request with a deadline
+ * signal. Undefined when valgrind is not installed. The smoke run: the first runtime, small runs.
+ */
+export async function countFetch(runtimes, { smoke = false } = {}) {
+  const stubSizes = smoke ? [200, 600] : [2_000, 8_000];
+  const realSizes = smoke ? [20, 60] : [400, 1_600];
+  const times = smoke ? 1 : 2;
+  const { port, stop } = await startServer();
+  const url = `http://127.0.0.1:${port}/forecast`;
+  try {
+    const out = {};
+    for (const { name, bin } of smoke ? runtimes.slice(0, 1) : runtimes) {
+      const stub = { [SIGNAL_ROW]: [], [OURS]: [] };
+      for (let i = 0; i < times; i++) {
+        for (const what of Object.keys(stub)) {
+          const n = perCall(bin, `stub:${what}`, stubSizes);
+          if (n === undefined) return undefined;
+          stub[what].push(n);
+        }
+      }
+      out[name] = { stub, real: perCall(bin, `real:${SIGNAL_ROW}`, realSizes, url) };
+    }
+    return out;
+  } finally {
+    await stop();
+  }
+}
+
+/** A transport that answers at once, handling the signal as undici's fetch does. */
+function stubTransport() {
+  const body = JSON.stringify({ city: 'Bhopal', forecast: 'monsoon rain' });
+  const onAbort = () => {};
+  return async (_input, init) => {
+    const signal = init?.signal;
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return new Response(body, { status: 200, headers: { 'content-type': 'application/json' } });
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  };
+}
+
+if (process.argv[2] === '--count') {
+  const [, , , what, n, url] = process.argv;
+  const stubbed = what.startsWith('stub:');
+  const fetchFn = fetchContenders(stubbed ? stubTransport() : undefined)[what.slice(5)];
+  // The stub never connects: any URL will do.
+  const target = stubbed ? 'http://127.0.0.1:9/forecast' : url;
+  if (fetchFn === undefined) throw new Error(`no contender ${what}`);
+  for (let i = 0; i < Number(n); i++) {
+    const res = await fetchFn(target);
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`unexpected status ${res.status}`);
+  }
+}
