@@ -218,19 +218,26 @@ add({
   from: 'satisfies the retry condition: should honor the original timeout across retries',
   // axios-retry ends with axios' ECONNABORTED; here the whole-request timeout is the call's
   // deadline, so the request ends with the engine's TimeoutError (STORMPROOF_DEADLINE_EXCEEDED).
-  // Without the deadline, the third attempt would answer 'late' after about 150 ms.
-  steps: [{ delayMs: 75, reset: true }, { delayMs: 75, reset: true }, { body: 'late' }],
+  // The first attempt drops at 50 ms, well before the deadline (a drop near it races the deadline's
+  // timer on a busy machine, and either may win); the second would answer 'late' after 1 s, so
+  // the deadline at 400 ms cuts it.
+  steps: [
+    { delayMs: 50, reset: true },
+    { delayMs: 1000, body: 'late' },
+  ],
+  requests: 2,
+  cutInFlight: true,
   expected: { code: 'STORMPROOF_DEADLINE_EXCEEDED', notBefore: true },
   run: async (kit) => {
     const instance = kit.axios.create({ adapter: kit.adapter });
     kit.sp.axiosRetry(instance, { getAdapter: kit.axios.getAdapter, baseDelayMs: 1, retries: 3 });
     const t0 = performance.now();
     const error = await instance
-      .get(kit.url, { timeout: 100, stormproof: { shouldResetTimeout: false } })
+      .get(kit.url, { timeout: 400, stormproof: { shouldResetTimeout: false } })
       .catch((e: unknown) => e);
     return {
       code: (error as { code?: unknown } | null)?.code,
-      notBefore: performance.now() - t0 >= 95,
+      notBefore: performance.now() - t0 >= 395,
     };
   },
 });
