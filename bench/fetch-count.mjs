@@ -16,43 +16,17 @@
 // one of `few` (start-up and warm-up cancel), over `many - few`. An instruction is not a
 // nanosecond, and the kernel's side of a socket is not counted at all; what stormproof/fetch adds
 // is JavaScript, and that is counted whole.
-import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { instructionsPerCall } from './cachegrind.mjs';
 import { fetchContenders, startServer } from './fetch.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const SIGNAL_ROW = 'bare fetch with a deadline signal';
 const OURS = 'stormproof/fetch';
 
-/** Instructions of `n` calls (`what`: a mode of this file), or undefined without valgrind. */
-function count(bin, what, n, url = '') {
-  const r = spawnSync(
-    'valgrind',
-    [
-      '--tool=cachegrind',
-      '--cache-sim=no',
-      '--cachegrind-out-file=/dev/null',
-      bin,
-      '--predictable',
-      here,
-      '--count',
-      what,
-      String(n),
-      url,
-    ],
-    { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 },
-  );
-  if (r.error?.code === 'ENOENT') return undefined;
-  const m = /I\s+refs:\s+([\d,]+)/.exec(r.stderr ?? '');
-  if (r.status !== 0 || m === null) throw new Error(`valgrind failed: ${r.stderr?.slice(-2000)}`);
-  return Number(m[1].replaceAll(',', ''));
-}
-
-/** Instructions per call: the difference between `many` calls and `few`. */
-function perCall(bin, what, [few, many], url) {
-  const a = count(bin, what, few, url);
-  if (a === undefined) return undefined;
-  return (count(bin, what, many, url) - a) / (many - few);
+/** Instructions per call of mode `what` (a mode of this file): `many` calls less `few`. */
+function perCall(bin, what, [few, many], url = '') {
+  return instructionsPerCall(bin, (n) => [here, '--count', what, String(n), url], [few, many]);
 }
 
 /**

@@ -27,9 +27,9 @@ export function startServer() {
 
 /**
  * The three ways to fetch that the benchmarks compare (around `transport`, the runtime's fetch
- * unless given). The second is bare fetch given a signal and
- * a timer, as every deadline needs: it shows what the platform itself charges for an abortable
- * request, and stormproof/fetch's own cost is what it adds to that.
+ * unless given). The second is bare fetch given a signal and a timer, as every deadline needs:
+ * it shows what the platform itself charges for an abortable request, and stormproof/fetch's
+ * own cost is what it adds to that.
  */
 export function fetchContenders(transport) {
   const send = transport ?? globalThis.fetch;

@@ -14,11 +14,12 @@
 // a read of `hasSubscribers` and what the compiler does around it are instructions, and they were
 // where the cost was: before 586f6d0 the reports' code, though never run, kept V8 from inlining
 // the success path's functions, and the count showed +11%.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { instructionsPerCall } from './cachegrind.mjs';
 
 const here = fileURLToPath(import.meta.url);
 const dist = fileURLToPath(new URL('../dist', import.meta.url));
@@ -104,32 +105,9 @@ async function measure(without, withSource, { rounds, sampleMs, presentFirst }) 
 }
 
 /** Instructions of one success, or undefined without valgrind. */
-function instructionsPerCall(dir, { smoke }) {
-  const [few, many] = smoke ? [2_000, 6_000] : [100_000, 300_000];
-  const count = (n) => {
-    const r = spawnSync(
-      'valgrind',
-      [
-        '--tool=cachegrind',
-        '--cache-sim=no',
-        '--cachegrind-out-file=/dev/null',
-        process.execPath,
-        '--predictable',
-        here,
-        '--count',
-        dir,
-        String(n),
-      ],
-      { encoding: 'utf8' },
-    );
-    if (r.error?.code === 'ENOENT') return undefined;
-    const m = /I\s+refs:\s+([\d,]+)/.exec(r.stderr ?? '');
-    if (r.status !== 0 || m === null) throw new Error(`valgrind failed: ${r.stderr}`);
-    return Number(m[1].replaceAll(',', ''));
-  };
-  const a = count(few);
-  if (a === undefined) return undefined;
-  return (count(many) - a) / (many - few);
+function successInstructions(dir, { smoke }) {
+  const calls = smoke ? [2_000, 6_000] : [100_000, 300_000];
+  return instructionsPerCall(process.execPath, (n) => [here, '--count', dir, String(n)], calls);
 }
 
 function median(xs) {
@@ -161,8 +139,8 @@ export function instrumentSection({ smoke = false, processes = smoke ? 1 : 6 } =
     const ratios = runs.map((r) => r.ratio).sort((x, y) => x - y);
     const ratio = median(ratios);
     const ns = (name) => median(runs.map((r) => r.nsPerCall[name]));
-    const insOut = instructionsPerCall(out.dir, { smoke });
-    const insIn = insOut === undefined ? undefined : instructionsPerCall(dist, { smoke });
+    const insOut = successInstructions(out.dir, { smoke });
+    const insIn = insOut === undefined ? undefined : successInstructions(dist, { smoke });
     if (insOut === undefined && !smoke) {
       throw new Error('valgrind is needed to count instructions: apt-get install valgrind');
     }
