@@ -534,7 +534,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
       answer = shouldRetry({
         error,
         attempt: state.attempt,
-        elapsedMs: policy.clock.now() - this.startedAt,
+        elapsedMs: nowMs - this.startedAt,
         verdict,
       });
     } catch (thrown) {
