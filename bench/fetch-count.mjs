@@ -35,8 +35,14 @@ function perCall(bin, what, [few, many], url = '') {
  * signal. Undefined when valgrind is not installed. The smoke run: the first runtime, small runs.
  */
 export async function countFetch(runtimes, { smoke = false } = {}) {
-  const stubSizes = smoke ? [200, 600] : [2_000, 8_000];
-  const realSizes = smoke ? [20, 60] : [400, 1_600];
+  // Past warm-up: with --predictable, V8 compiles on the main thread, and the optimizing
+  // compiler took up each hot function between calls 8,000 and 20,000 on Node 24 (none after:
+  // 232 functions compiled by 20,000 calls, 233 by 40,000). A window inside warm-up charges
+  // that one-time work to every call, and more to the row with more functions: 20.7k of the
+  // 22.5k instructions Node 22 once showed for stormproof/fetch (calls 2,000 to 8,000), and
+  // 7k of 7.7k on Node 24 (calls 8,000 to 20,000).
+  const stubSizes = smoke ? [200, 600] : [20_000, 40_000];
+  const realSizes = smoke ? [20, 60] : [4_000, 8_000];
   const times = smoke ? 1 : 2;
   const { port, stop } = await startServer();
   const url = `http://127.0.0.1:${port}/forecast`;
@@ -77,7 +83,12 @@ function stubTransport() {
 if (process.argv[2] === '--count') {
   const [, , , what, n, url] = process.argv;
   const stubbed = what.startsWith('stub:');
-  const fetchFn = fetchContenders(stubbed ? stubTransport() : undefined)[what.slice(5)];
+  // A deadline no request reaches under valgrind, fifty times slower and on a busy machine
+  // slower still: arming and clearing the timer is counted the same whatever its length.
+  const contenders = fetchContenders(stubbed ? stubTransport() : undefined, {
+    deadlineMs: 600_000,
+  });
+  const fetchFn = contenders[what.slice(5)];
   // The stub never connects: any URL will do.
   const target = stubbed ? 'http://127.0.0.1:9/forecast' : url;
   if (fetchFn === undefined) throw new Error(`no contender ${what}`);

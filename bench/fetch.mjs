@@ -27,15 +27,15 @@ export function startServer() {
 
 /**
  * The three ways to fetch that the benchmarks compare (around `transport`, the runtime's fetch
- * unless given). The second is bare fetch given a signal and a timer, as every deadline needs:
- * it shows what the platform itself charges for an abortable request, and stormproof/fetch's
- * own cost is what it adds to that.
+ * unless given). The second is bare fetch given a signal and a timer (`deadlineMs`), as every
+ * deadline needs: it shows what the platform itself charges for an abortable request, and
+ * stormproof/fetch's own cost is what it adds to that.
  */
-export function fetchContenders(transport) {
+export function fetchContenders(transport, { deadlineMs = 3000 } = {}) {
   const send = transport ?? globalThis.fetch;
   const withDeadline = (target) => {
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), 3000);
+    const timer = setTimeout(() => controller.abort(), deadlineMs);
     return send(target, { signal: controller.signal }).finally(() => clearTimeout(timer));
   };
   return {

@@ -4,7 +4,7 @@
  *
  * A call is one `FetchCall` record whose methods are on its prototype, not a closure per step: the
  * wrapper is on every request of its users, and each closure and its context is heap to allocate
- * and collect on every call (issue 19: 2.4 KB a call on Node 22 before).
+ * and collect on every call (ten closures over one context took 0.7 KB a call more than this).
  *
  * @module
  */
@@ -45,13 +45,6 @@ import {
 
 const fetchChannel = channels.fetch;
 
-/** The hooks, fetch-shaped. */
-export interface FetchHooks {
-  readonly onRetry: ((event: FetchRetryEvent) => unknown) | undefined;
-  readonly onGiveUp: ((event: FetchGiveUpEvent) => unknown) | undefined;
-  readonly onSuccess: ((event: FetchSuccessEvent) => unknown) | undefined;
-}
-
 /** Everything a `createFetch` decided once, shared by all its calls. */
 export interface Settings {
   readonly fetch: FetchFunction | undefined;
@@ -68,7 +61,12 @@ export interface Settings {
   readonly origins: OriginBudgets<OriginPolicies> | undefined;
   /** A circuit breaker per origin, when enabled. */
   readonly breakers: BreakerRegistry | undefined;
-  readonly hooks: FetchHooks;
+  /** The caller's hooks, told fetch events. */
+  readonly hooks: {
+    readonly onRetry: ((event: FetchRetryEvent) => unknown) | undefined;
+    readonly onGiveUp: ((event: FetchGiveUpEvent) => unknown) | undefined;
+    readonly onSuccess: ((event: FetchSuccessEvent) => unknown) | undefined;
+  };
   /** Responses to requests that carry an Idempotency-Key: a 409 or 422 on them is final. */
   readonly keyed: WeakSet<object>;
   /** Bare TypeErrors that a fetch call threw for a failed connection (a browser's). */
@@ -389,7 +387,7 @@ class FetchCall implements ResultCheck<Response> {
   }
 
   /** The hooks the caller gave, told of fetch events: no Response, ever. */
-  private addHooks({ onRetry, onGiveUp, onSuccess }: FetchHooks): void {
+  private addHooks({ onRetry, onGiveUp, onSuccess }: Settings['hooks']): void {
     const options = this.options;
     let about: { method: string; url: string } | undefined;
     const describe = () => {

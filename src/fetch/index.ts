@@ -26,7 +26,7 @@ import {
 } from '../http/checks.js';
 import { checkHedge, type OriginPolicies, originPolicies } from '../http/hedging.js';
 import { type BudgetFactory, DEFAULT_MAX_ORIGINS, type OriginBudgets } from './budgets.js';
-import { type FetchHooks, type Settings, send } from './call.js';
+import { type Settings, send } from './call.js';
 import { watchKeepAliveRace } from './keep-alive-race.js';
 import { FETCH_ATTEMPT_TIMEOUT_MS, FETCH_DEADLINE_MS } from './request.js';
 
@@ -390,9 +390,9 @@ export function createFetch(options?: CreateFetchOptions): FetchFunction {
     retryMethods: checkRetryMethods(OWNER, retryMethods),
     // The hooks were checked by resolvePolicy; they take fetch events, sent per call below.
     hooks: {
-      onRetry: resolved.onRetry as FetchHooks['onRetry'],
-      onGiveUp: resolved.onGiveUp as FetchHooks['onGiveUp'],
-      onSuccess: resolved.onSuccess as FetchHooks['onSuccess'],
+      onRetry: resolved.onRetry as Settings['hooks']['onRetry'],
+      onGiveUp: resolved.onGiveUp as Settings['hooks']['onGiveUp'],
+      onSuccess: resolved.onSuccess as Settings['hooks']['onSuccess'],
     },
     policy: Object.freeze({
       ...resolved,
