@@ -403,9 +403,10 @@ class FetchCall implements ResultCheck<Response> {
         onGiveUp(fetchEvent(event, this.held.at(-1), describe(), this.transparentRetries));
     }
     if (onSuccess !== undefined) {
+      // The hook's result is returned: the engine catches a rejected promise from an async hook.
       options.onSuccess = (event) => {
         const latest = this.held.at(-1);
-        onSuccess({
+        return onSuccess({
           ...event,
           ...describe(),
           ...(latest === undefined ? {} : { status: latest.status }),
