@@ -18,7 +18,7 @@ import type {
 } from 'axios';
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
-import type { Verdict } from '../core/classify.js';
+import { NETWORK_VERDICT, type Verdict } from '../core/classify.js';
 import { HedgeLostError, type HedgeOptions } from '../core/hedge.js';
 import {
   type AttemptContext,
@@ -41,12 +41,7 @@ import {
   isThenable,
   show,
 } from '../core/validate.js';
-import {
-  type BudgetFactory,
-  DEFAULT_MAX_ORIGINS,
-  type OriginBudgets,
-  originOf,
-} from '../fetch/budgets.js';
+import { type BudgetFactory, DEFAULT_MAX_ORIGINS, originOf } from '../fetch/budgets.js';
 import { redactUrl } from '../fetch/redact.js';
 import {
   AUTO_KEY_METHODS,
@@ -58,6 +53,7 @@ import {
   newIdempotencyKey,
 } from '../fetch/request.js';
 import {
+  type ClientSettings,
   checkAttemptHeader,
   checkBreakers,
   checkBudgetFactory,
@@ -67,13 +63,7 @@ import {
   isKeyConflict,
   withDefault,
 } from '../http/checks.js';
-import {
-  checkHedge,
-  isHedgeable,
-  type OriginPolicies,
-  originPolicies,
-  policyFor,
-} from '../http/hedging.js';
+import { checkHedge, isHedgeable, originPolicies, policyFor } from '../http/hedging.js';
 import { exponentialDelay } from './delays.js';
 
 /** The total time of one axios request, in ms, attempts and waits included: stormproof/fetch's. */
@@ -394,8 +384,6 @@ const DEFAULT_ADAPTERS = ['xhr', 'http', 'fetch'];
 /** Marks the adapters axiosRetry made, so a request is never wrapped twice. */
 const WRAPPED = Symbol.for('stormproof.axios.adapter');
 
-const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
-
 /** The axios-retry options, checked, after the per-request ones are laid over. */
 interface RequestRules {
   readonly maxAttempts: number;
@@ -409,17 +397,8 @@ interface RequestRules {
 }
 
 /** Everything an axiosRetry decided once, shared by all its requests. */
-interface Settings {
+interface Settings extends ClientSettings {
   readonly getAdapter: typeof axiosGetAdapter | undefined;
-  readonly autoKey: boolean;
-  readonly attemptHeader: string | undefined;
-  readonly retryMethods: ReadonlySet<string>;
-  readonly policy: ResolvedPolicy;
-  /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
-  readonly hedging: boolean;
-  /** The policies of each origin (budget, hedging); undefined when `policy` serves all. */
-  readonly origins: OriginBudgets<OriginPolicies> | undefined;
-  readonly breakers: BreakerRegistry | undefined;
   readonly rules: RequestRules;
   readonly onGiveUp: ((event: AxiosGiveUpEvent) => unknown) | undefined;
   readonly onSuccess: ((event: AxiosSuccessEvent) => unknown) | undefined;

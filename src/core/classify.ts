@@ -137,7 +137,8 @@ function isBrowserFetchFailure(error: Bag): boolean {
 
 const PERMANENT: Verdict = Object.freeze({ retryable: false, kind: 'permanent' });
 const TIMEOUT: Verdict = Object.freeze({ retryable: true, kind: 'timeout' });
-const NETWORK: Verdict = Object.freeze({ retryable: true, kind: 'network' });
+/** The verdict on a failed connection; the HTTP adapters give it to a failure they know is one. */
+export const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
 
 type Bag = Record<string, unknown>;
 
@@ -174,9 +175,9 @@ function judgeTransport(error: Bag): Verdict | undefined {
     const code = link.code;
     if (typeof code === 'string') {
       if (TIMEOUT_CODES.has(code)) return TIMEOUT;
-      if (NETWORK_CODES.has(code)) return NETWORK;
+      if (NETWORK_CODES.has(code)) return NETWORK_VERDICT;
     }
-    if (link.message === 'socket hang up') return NETWORK;
+    if (link.message === 'socket hang up') return NETWORK_VERDICT;
   }
   return undefined;
 }
@@ -267,6 +268,6 @@ export function classify(error: unknown, nowMs?: number): Verdict {
   const transport = judgeTransport(error);
   if (transport !== undefined) return withServerHints(transport, headers, error, nowMs);
   // Last: a bare TypeError carries no headers, and this is the rarest shape (browsers only).
-  if (isBrowserFetchFailure(error)) return NETWORK;
+  if (isBrowserFetchFailure(error)) return NETWORK_VERDICT;
   return PERMANENT;
 }

@@ -9,18 +9,13 @@
  * @module
  */
 import { type AbortWatcher, unwatchAbort, watchAbort } from '../core/abort-watch.js';
-import type { BreakerRegistry } from '../core/breaker/registry.js';
 import { channels, type FetchMessage } from '../core/instrument.js';
-import type {
-  AttemptContext,
-  CallOptions,
-  ResolvedPolicy,
-  UnrepeatableReason,
-} from '../core/options.js';
+import type { AttemptContext, CallOptions, UnrepeatableReason } from '../core/options.js';
 import { setReport } from '../core/report.js';
 import { execute, getRetryReport as getReport, type ResultCheck } from '../core/retry.js';
-import { isHedgeable, type OriginPolicies, policyFor } from '../http/hedging.js';
-import { type OriginBudgets, originOf } from './budgets.js';
+import type { ClientSettings } from '../http/checks.js';
+import { isHedgeable, policyFor } from '../http/hedging.js';
+import { originOf } from './budgets.js';
 import type {
   FetchEventContext,
   FetchFunction,
@@ -46,21 +41,8 @@ import {
 const fetchChannel = channels.fetch;
 
 /** Everything a `createFetch` decided once, shared by all its calls. */
-export interface Settings {
+export interface Settings extends ClientSettings {
   readonly fetch: FetchFunction | undefined;
-  readonly autoKey: boolean;
-  readonly attemptHeader: string | undefined;
-  readonly retryMethods: ReadonlySet<string>;
-  readonly policy: ResolvedPolicy;
-  /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
-  readonly hedging: boolean;
-  /**
-   * The policies of each origin, with its own budget and hedging; undefined when one budget
-   * serves all and nothing is hedged.
-   */
-  readonly origins: OriginBudgets<OriginPolicies> | undefined;
-  /** A circuit breaker per origin, when enabled. */
-  readonly breakers: BreakerRegistry | undefined;
   /** The caller's hooks, told fetch events. */
   readonly hooks: {
     readonly onRetry: ((event: FetchRetryEvent) => unknown) | undefined;

@@ -1,6 +1,6 @@
 import type { BreakerRegistry, BreakerRegistryOptions } from '../core/breaker/registry.js';
 import type { Budget } from '../core/budgets/budget.js';
-import { OVERLOADED_HEADER, type Verdict } from '../core/classify.js';
+import { NETWORK_VERDICT, OVERLOADED_HEADER } from '../core/classify.js';
 import type { HedgeOptions } from '../core/hedge.js';
 import {
   type GiveUpEvent,
@@ -304,9 +304,6 @@ const KNOWN_KEYS: readonly string[] = [
   ...RETRY_OPTION_KEYS.filter((key) => key !== 'signal'),
   ...FETCH_KEYS,
 ];
-
-/** The verdict on a bare TypeError that a fetch call threw for a failed connection. */
-const NETWORK_VERDICT: Verdict = Object.freeze({ retryable: true, kind: 'network' });
 
 function checkFetch(value: unknown): FetchFunction | undefined {
   if (value === undefined) return undefined;

@@ -1,14 +1,36 @@
-// Rules shared by the HTTP adapters (stormproof/fetch and stormproof/undici): the checks of their
-// common options, each naming its owner (`createFetch`, `interceptor`), and the one rule about
-// keyed requests. One place, so both adapters accept, refuse and decide alike.
+// Rules shared by the HTTP adapters (stormproof/fetch, stormproof/undici, stormproof/axios): the
+// checks of their common options, each naming its owner (`createFetch`, `interceptor`), the
+// settings those fill, and the one rule about keyed requests. One place, so the adapters accept,
+// refuse and decide alike.
 import { BreakerRegistry, type BreakerRegistryOptions } from '../core/breaker/registry.js';
 import { type Budget, isBudget } from '../core/budgets/budget.js';
 import { RetryBudget } from '../core/budgets/retry-budget.js';
 import type { Clock, RandomSource } from '../core/clock.js';
-import type { RetryDecisionContext, RetryPolicyOptions } from '../core/options.js';
+import type { ResolvedPolicy, RetryDecisionContext, RetryPolicyOptions } from '../core/options.js';
 import { show } from '../core/validate.js';
-import type { BudgetFactory } from '../fetch/budgets.js';
+import type { BudgetFactory, OriginBudgets } from '../fetch/budgets.js';
 import { DEFAULT_RETRY_METHODS, TOKEN } from '../fetch/request.js';
+import type { OriginPolicies } from './hedging.js';
+
+/**
+ * What every HTTP adapter (createFetch, the undici interceptor, axiosRetry) decides once from the
+ * options it shares with the others, for all its requests; each adds its own.
+ */
+export interface ClientSettings {
+  readonly autoKey: boolean;
+  readonly attemptHeader: string | undefined;
+  readonly retryMethods: ReadonlySet<string>;
+  readonly policy: ResolvedPolicy;
+  /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
+  readonly hedging: boolean;
+  /**
+   * The policies of each origin, with its own budget and hedging; undefined when one budget
+   * serves all and nothing is hedged.
+   */
+  readonly origins: OriginBudgets<OriginPolicies> | undefined;
+  /** A circuit breaker per origin, when enabled. */
+  readonly breakers: BreakerRegistry | undefined;
+}
 
 /**
  * The engine's options an HTTP adapter (createFetch, the undici interceptor, axiosRetry) takes as

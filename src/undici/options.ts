@@ -14,8 +14,9 @@ import {
 } from '../core/options.js';
 import type { ResultCheck } from '../core/retry.js';
 import { checkKnownKeys, checkNumber, checkOptionsObject, show } from '../core/validate.js';
-import { type BudgetFactory, DEFAULT_MAX_ORIGINS, type OriginBudgets } from '../fetch/budgets.js';
+import { type BudgetFactory, DEFAULT_MAX_ORIGINS } from '../fetch/budgets.js';
 import {
+  type ClientSettings,
   checkAttemptHeader,
   checkBreakers,
   checkBudgetFactory,
@@ -24,7 +25,7 @@ import {
   type HttpPolicyOptions,
   withDefault,
 } from '../http/checks.js';
-import { checkHedge, type OriginPolicies, originPolicies } from '../http/hedging.js';
+import { checkHedge, originPolicies } from '../http/hedging.js';
 import type { Attempt } from './attempt.js';
 import { attemptCheck, makeShouldRetry } from './judge.js';
 
@@ -286,19 +287,10 @@ interface Hooks {
 }
 
 /** Everything one `interceptor()` decided once, shared by all its requests. */
-export interface Settings {
-  readonly autoKey: boolean;
-  readonly attemptHeader: string | undefined;
-  readonly retryMethods: ReadonlySet<string>;
+export interface Settings extends ClientSettings {
   readonly maxReplayBodyBytes: number;
   /** Resume a GET's body that broke after its head, with a range request. */
   readonly resumeBody: boolean;
-  readonly policy: ResolvedPolicy;
-  /** Whether `hedge` is set: some requests are sent with the origin's hedging policy. */
-  readonly hedging: boolean;
-  /** The policies of each origin (budget, hedging); undefined when `policy` serves all. */
-  readonly origins: OriginBudgets<OriginPolicies> | undefined;
-  readonly breakers: BreakerRegistry | undefined;
   readonly hooks: Hooks;
   /** The failed responses of keyed requests: a 409 or 422 on them is final. */
   readonly keyed: WeakSet<object>;
