@@ -1,6 +1,7 @@
 import { getEventListeners } from 'node:events';
 import { describe, expect, it, vi } from 'vitest';
 import {
+  type AttemptContext,
   AttemptTimeoutError,
   createRetryPolicy,
   DeadlineExceededError,
@@ -352,6 +353,57 @@ describe('timeouts', () => {
     await expect(result).resolves.toBe('second');
     expect(signals[0]?.reason).toBeInstanceOf(AttemptTimeoutError);
     expect(signals[1]?.aborted).toBe(false);
+    expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+  });
+
+  // The call's own record is its first attempt's context (one object fewer a call): that context
+  // must behave as every later attempt's does.
+  it.each([0, 30])(
+    "gives the first attempt a context that behaves as a later attempt's (timers %i ms late)",
+    async (lateMs) => {
+      const clock = new ManualClock({ lateMs });
+      const contexts: AttemptContext[] = [];
+      const result = retry(
+        (context) => {
+          contexts.push(context);
+          // Attempts 1 and 2 stall until their timeout; attempt 3 answers.
+          return context.attempt < 3 ? new Promise(() => {}) : 'third';
+        },
+        { clock, attemptTimeoutMs: 500, random: () => 0 },
+      );
+      for (let i = 0; i < 4; i++) await clock.advance(600);
+      await expect(result).resolves.toBe('third');
+      expect(contexts.map((c) => c.attempt)).toEqual([1, 2, 3]);
+      expect(contexts.map((c) => ({ ...c }).attempt)).toEqual([1, 2, 3]);
+      // Read for the first time after the attempt ended: already aborted, by its timeout.
+      for (const ended of contexts.slice(0, 2)) {
+        expect(ended.signal).toBe(ended.signal);
+        expect(ended.signal.aborted).toBe(true);
+        expect(ended.signal.reason).toBeInstanceOf(AttemptTimeoutError);
+      }
+      expect(contexts[2]!.signal.aborted).toBe(false);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+    },
+  );
+
+  it("a caller's abort aborts the running attempt's signal, not the ended first attempt's", async () => {
+    const clock = new ManualClock();
+    const controller = new AbortController();
+    const seen: AbortSignal[] = [];
+    const result = retry(
+      ({ signal, attempt }) => {
+        seen.push(signal);
+        return attempt === 1 ? Promise.reject(httpError(503)) : new Promise(() => {});
+      },
+      { clock, signal: controller.signal, random: () => 0 },
+    ).catch((e: unknown) => e);
+    await clock.advance(1000);
+    expect(seen).toHaveLength(2);
+    expect(seen.map((s) => s.aborted)).toEqual([false, false]);
+    controller.abort(new Error('stop'));
+    expect(((await result) as Error).message).toBe('stop');
+    // The first attempt had ended already (it failed): only the running one is aborted.
+    expect(seen.map((s) => s.aborted)).toEqual([false, true]);
     expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
   });
 

@@ -4,7 +4,13 @@
 // operation does (the attempt's signal aborts then, and a later result is dropped), and every
 // timer and listener it took is released before it settles.
 import { type AbortWatcher, unwatchAbort, watchAbort } from './abort-watch.js';
-import { type AttemptOwner, AttemptScope } from './attempt-scope.js';
+import {
+  type Attempt,
+  type AttemptOwner,
+  AttemptScope,
+  endSignal,
+  signalOf,
+} from './attempt-scope.js';
 import type { BreakerAdmission, BreakerOutcome, CircuitBreaker } from './breaker/breaker.js';
 import { BreakerOpenError } from './breaker/errors.js';
 import type { Budget } from './budgets/budget.js';
@@ -130,7 +136,7 @@ class AttemptTimeout<T> implements Deadline {
 
   constructor(
     private readonly call: Call<T>,
-    private readonly scope: AttemptScope,
+    private readonly scope: Attempt,
     public startedAt: number,
   ) {}
 
@@ -166,6 +172,8 @@ interface Failure {
 class CallMore<T> {
   /** The breaker's admission of the running attempt, until its outcome is recorded. */
   admission: BreakerAdmission | undefined = undefined;
+  /** The first attempt's signal (the call is that attempt's scope), made on first read. */
+  controller: AbortController | undefined = undefined;
   state: RetryState | undefined = undefined;
   next: RetryState | undefined = undefined;
   failure: Failure | undefined = undefined;
@@ -195,7 +203,7 @@ class CallMore<T> {
  * One call: its attempts, waits, timers and listeners, from start to settlement. Its own record
  * holds what a call whose first attempt succeeds needs; the rest is in `more`.
  */
-class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
+class Call<T> implements Deadline, AbortWatcher, AttemptOwner, Attempt {
   // Its fields are declared here and set in the constructor: fields with initializers (and
   // parameter properties) compile to class fields, set by a function of their own that V8 did
   // not inline (4% of a successful call).
@@ -213,8 +221,13 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
    * The running attempt's scope, or where the call is between attempts: one field for both, so
    * that a call's record stays small (an attempt's outcome counts only while its scope is here).
    */
-  declare private stage: AttemptScope | Between;
+  declare private stage: Attempt | Between;
   declare private more: CallMore<T> | undefined;
+  /**
+   * The call is also its first attempt's scope, what that attempt's operation is given (one
+   * record fewer on the success path): this is that attempt's number, an own field as a scope's.
+   */
+  declare readonly attempt: 1;
 
   constructor(
     policy: ResolvedPolicy,
@@ -232,6 +245,27 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     this.prevDeadline = undefined;
     this.stage = STARTING;
     this.more = undefined;
+    this.attempt = 1;
+  }
+
+  /** The first attempt's signal (see `attempt`). */
+  get signal(): AbortSignal {
+    return signalOf(this.extra());
+  }
+
+  /** Ends the first attempt from outside (see `attempt`). */
+  end(reason: unknown): void {
+    endSignal(this.extra(), reason);
+  }
+
+  /** The first attempt's promise resolved: bound to the call as a promise reaction. */
+  returned(value: T): void {
+    this.attemptReturned(this, value);
+  }
+
+  /** The first attempt's promise rejected: bound to the call as a promise reaction. */
+  threw(error: unknown): void {
+    this.attemptFailed(this, error);
   }
 
   /**
@@ -304,7 +338,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
   }
 
   /** Starts attempt `scope` and reports it: only while `stormproof:attempt` is watched. */
-  private startObserved(scope: AttemptScope): T | PromiseLike<T> {
+  private startObserved(scope: Attempt): T | PromiseLike<T> {
     const ref = this.callRef();
     const atMs = this.policy.clock.now();
     this.extra().observedAt = atMs;
@@ -314,7 +348,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
   }
 
   /** Starts the operation for attempt `scope`: once, or as hedged copies. */
-  private start(scope: AttemptScope): T | PromiseLike<T> {
+  private start(scope: Attempt): T | PromiseLike<T> {
     const more = this.more;
     const hedges = more?.hedges;
     if (hedges === undefined) return this.operation(scope);
@@ -378,7 +412,8 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
         more.check?.discard?.(last.error as T);
       }
     }
-    const scope = new AttemptScope(attempt, this);
+    // The call is its own first attempt's scope: one record fewer on the success path.
+    const scope: Attempt = attempt === 1 ? this : new AttemptScope(attempt, this);
     this.stage = scope;
     const timeoutMs = this.policy.attemptTimeoutMs;
     if (timeoutMs !== undefined) {
@@ -403,7 +438,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
   }
 
   /** Ends the running attempt's own timer, and reports how it ended when someone listens. */
-  private endAttempt(scope: AttemptScope, outcome: AttemptOutcome, error?: unknown): void {
+  private endAttempt(scope: Attempt, outcome: AttemptOutcome, error?: unknown): void {
     const more = this.more;
     if (more === undefined) return;
     const timeout = more.timeout;
@@ -426,7 +461,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     more.observedAt = -1;
   }
 
-  attemptReturned(scope: AttemptScope, value: T): void {
+  attemptReturned(scope: Attempt, value: T): void {
     const check = this.more?.check;
     if (scope !== this.stage) {
       check?.discard?.(value); // Too late: the call ended without it.
@@ -436,13 +471,13 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     else this.succeed(scope, value);
   }
 
-  attemptFailed(scope: AttemptScope, error: unknown): void {
+  attemptFailed(scope: Attempt, error: unknown): void {
     if (scope !== this.stage) return; // Too late: dropped.
     this.failed(scope, { error, isValue: false }, 'failure');
   }
 
   /** The attempt's own timeout passed: it fails as a timeout (retryable while time is left). */
-  attemptTimedOut(scope: AttemptScope): void {
+  attemptTimedOut(scope: Attempt): void {
     if (scope !== this.stage) return;
     const error = new AttemptTimeoutError(this.policy.attemptTimeoutMs!);
     scope.end(error);
@@ -471,7 +506,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     this.giveUp('breaker-open', more.verdict, undefined, 0, attempt - 1);
   }
 
-  private succeed(scope: AttemptScope, value: T): void {
+  private succeed(scope: Attempt, value: T): void {
     const more = this.more;
     if (more !== undefined) {
       this.endAttempt(scope, 'success');
@@ -496,7 +531,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     this.resolve(value);
   }
 
-  private publishSuccess(scope: AttemptScope): void {
+  private publishSuccess(scope: Attempt): void {
     const more = this.more;
     const now = this.policy.clock.now();
     callChannel.publish({
@@ -513,7 +548,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner {
     });
   }
 
-  private failed(scope: AttemptScope, failure: Failure, outcome: AttemptOutcome): void {
+  private failed(scope: Attempt, failure: Failure, outcome: AttemptOutcome): void {
     this.endAttempt(scope, outcome, failure.error);
     const more = this.extra();
     more.failure = failure;
