@@ -648,6 +648,74 @@ describe('regression: a caller abort during a zero wait', () => {
     expect(op).toHaveBeenCalledTimes(1);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
+
+  // After a zero wait the next attempt starts in a promise job of its own: an abort that comes
+  // in between (a job queued by a hook, by the operation, by anyone) still ends the call there.
+  it.each([0, 30])(
+    'never starts the next attempt when the abort comes in the job before it (timers %i ms late)',
+    async (lateMs) => {
+      const clock = new ManualClock({ lateMs });
+      const controller = new AbortController();
+      const stop = new Error('stop');
+      const op = vi.fn(({ attempt }: { attempt: number }) =>
+        attempt === 1 ? Promise.reject(httpError(503)) : 'second',
+      );
+      const result = retry(op, {
+        clock,
+        random: () => 0,
+        signal: controller.signal,
+        onRetry: () => queueMicrotask(() => controller.abort(stop)),
+      }).catch((e: unknown) => e);
+      const error = await result;
+      await flush();
+      expect(error).toBe(stop);
+      expect(getRetryReport(error)).toMatchObject({ reason: 'aborted', attempts: 1 });
+      expect(op).toHaveBeenCalledTimes(1);
+      expect(clock.pending).toEqual({ timers: 0, listeners: 0 });
+      expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+    },
+  );
+});
+
+// Capturing a stack costs V8 about 0.3 us a frame (up to `Error.stackTraceLimit`, 10): most of a
+// failed attempt's cost. The engine keeps its own frames under the operation few.
+describe('regression: the frames under an attempt', () => {
+  /** The engine's frames (this repository's src/) under the operation, for each attempt. */
+  async function engineFrames(options: RetryOptions): Promise<string[][]> {
+    const stacks: string[] = [];
+    await retry(async ({ attempt }) => {
+      const error = Object.assign(new Error('unavailable'), { status: 503 });
+      stacks.push(error.stack ?? '');
+      if (attempt < 3) throw error;
+      return 'ok';
+    }, options);
+    return stacks.map((stack) =>
+      stack
+        .split('\n')
+        .slice(2) // the message, and the operation's own frame
+        .filter((line) => line.includes('/src/'))
+        .map((line) => line.trim().split(' ')[1]!),
+    );
+  }
+
+  it('a retry after a zero wait starts from a promise job: two engine frames, not the chain that decided it', async () => {
+    const frames = await engineFrames({ clock: instantClock(), random: () => 0, budget: false });
+    expect(frames[1]).toEqual(['Call.runAttempt', 'Call.waited']);
+    expect(frames[2]).toEqual(['Call.runAttempt', 'Call.waited']);
+  });
+
+  it('the operation is called as a plain function, never as a method of the call', async () => {
+    const seen: unknown[] = [];
+    await retry(
+      function (this: unknown, { attempt }) {
+        seen.push(this);
+        if (attempt < 2) throw Object.assign(new Error('unavailable'), { status: 503 });
+        return 'ok';
+      },
+      { clock: instantClock(), random: () => 0, budget: false },
+    );
+    expect(seen).toEqual([undefined, undefined]);
+  });
 });
 
 describe("a call's own deadline", () => {

@@ -72,6 +72,8 @@ export interface ResultCheck<T> {
 }
 
 const noop = () => {};
+/** Settled once: a job run `.then` of it is a promise job on an empty stack. */
+const settledPromise = Promise.resolve();
 
 // Read once: each point that reports checks `hasSubscribers` and builds nothing without one.
 const callChannel = channels.call;
@@ -190,6 +192,8 @@ class CallMore<T> {
   callerStack: string | undefined = undefined;
   /** Its reference in the event source, made when someone first listens. */
   ref: CallRef | undefined = undefined;
+  /** Starts the next attempt after a wait of 0, as a promise job (see `decide`). */
+  resume: (() => void) | undefined = undefined;
 
   constructor(
     readonly call: CallOptions | undefined,
@@ -351,7 +355,12 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner, Attempt {
   private start(scope: Attempt): T | PromiseLike<T> {
     const more = this.more;
     const hedges = more?.hedges;
-    if (hedges === undefined) return this.operation(scope);
+    // Called as a plain function, as `runAttempt` calls it: the operation is not a method of
+    // the call (nor is the call its `this`).
+    if (hedges === undefined) {
+      const operation = this.operation;
+      return operation(scope);
+    }
     // When every copy will be ended: the attempt's timeout, counted as `attempt()` counts it, or
     // the call's deadline.
     const policy = this.policy;
@@ -429,7 +438,14 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner, Attempt {
     }
     let result: T | PromiseLike<T>;
     try {
-      result = attemptChannel.hasSubscribers ? this.startObserved(scope) : this.start(scope);
+      // The operation straight from here when nothing wraps it: each frame between it and the
+      // bottom of the stack is a frame that an error it makes captures.
+      if (attemptChannel.hasSubscribers) result = this.startObserved(scope);
+      else if (more?.hedges !== undefined) result = this.start(scope);
+      else {
+        const operation = this.operation;
+        result = operation(scope);
+      }
     } catch (error) {
       this.attemptFailed(scope, error);
       return;
@@ -559,7 +575,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner, Attempt {
     const error = failure.error;
     const shouldRetry = policy.shouldRetry;
     if (shouldRetry === undefined || (!policy.allowNestedRetries && retriedBelow(error))) {
-      this.decide(step(policy, state, { ok: false, error }, nowMs));
+      this.decide(step(policy, state, { ok: false, error }, nowMs), nowMs);
       return;
     }
     const verdict = defaultVerdict(policy, state, error);
@@ -607,6 +623,7 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner, Attempt {
         { ok: false, error: this.extra().failure!.error, verdict: judged },
         now,
       ),
+      now,
     );
   }
 
@@ -635,7 +652,8 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner, Attempt {
     this.giveUp('should-retry-failed', more.verdict, undefined, 0);
   }
 
-  private decide(decision: Decision): void {
+  /** Acts on `decision`, made at `nowMs`. */
+  private decide(decision: Decision, nowMs: number): void {
     if (decision.action !== 'succeed') {
       const { verdict } = decision;
       // The service's failures count against it; a 4xx (the caller's fault) does not.
@@ -680,11 +698,21 @@ class Call<T> implements Deadline, AbortWatcher, AttemptOwner, Attempt {
       if (this.stage === DONE) return; // A subscriber aborted the call.
     }
     more.next = decision.state;
+    this.stage = WAITING;
     if (decision.delayMs <= 0) {
-      this.waited();
+      // The next attempt starts in a promise job of its own, not from here, at the bottom of
+      // the stack of the attempt that failed: an error its operation makes then captures a few
+      // frames, not this whole chain (capturing a stack is most of a failed attempt's cost).
+      more.waitStartedAt = nowMs;
+      let resume = more.resume;
+      if (resume === undefined) {
+        // Bound, not an arrow around it: a bound function adds no frame of its own.
+        resume = this.waited.bind(this);
+        more.resume = resume;
+      }
+      settledPromise.then(resume);
       return;
     }
-    this.stage = WAITING;
     const wait = new AbortController();
     more.wait = wait;
     more.waitStartedAt = policy.clock.now();
