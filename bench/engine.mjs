@@ -171,7 +171,7 @@ The same two failures with one error made in advance (no stack captured per thro
 
 ${table(retryPathMade, 'hand-written loop', ns, 'contender')}
 
-Most of a failed attempt's cost is V8 capturing the stack of the error the operation throws (\`new Error\`), and that capture costs more when the operation runs inside a retry driver (its frames and the promise jobs it came from) than in a bare loop: the gap between the two tables is that capture, not the engine's own work.
+Most of a failed attempt's cost is V8 capturing the stack of the error the operation throws (\`new Error\`): about 0.3 us for each frame under the operation, up to \`Error.stackTraceLimit\` (10). The engine starts every retried attempt at the bottom of the stack (a promise job of its own after a wait of 0, the wait's timer otherwise), so that an error made there captures two of the engine's frames; the first attempt runs inside the caller's call, under the frames of \`retry()\` itself (docs/retry.md, "Stack traces").
 
 ## Heap retained per in-flight call (10,000 calls waiting at once)
 

@@ -110,7 +110,7 @@ const failTwice = () => {
 };
 const retryPath = await interleaved(zeroDelay(), failTwice);
 // The same, with one error made in advance: no stack is captured per throw, so what is left is
-// each loop's own cost (the row above also pays V8's stack capture, deeper inside a driver).
+// each loop's own cost (the row above also pays V8's stack capture, a frame at a time).
 const made = new Unavailable('unavailable');
 const failTwiceMade = () => {
   let n = 0;
