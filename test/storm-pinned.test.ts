@@ -4,8 +4,8 @@
 // and the new hash printed, so a deliberate change is seen and explained.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { runStorm, type StormOptions, type StormResult } from '../src/sim/storm.js';
-import { FULL_STORM_TIMEOUT } from './helpers/fixtures.js';
+import type { StormOptions, StormResult } from '../src/sim/storm.js';
+import { FULL_STORM_TIMEOUT, runStormOnce } from './helpers/fixtures.js';
 
 /**
  * The SHA-256 of the result's JSON (every field in the order the model writes them), without the
@@ -101,7 +101,7 @@ function headline(r: StormResult): string {
 describe('the storm lab figures stay exactly as pinned', { timeout: FULL_STORM_TIMEOUT }, () => {
   for (const pin of PINNED) {
     it(pin.name, () => {
-      const result = runStorm(pin.options);
+      const result = runStormOnce(pin.options);
       expect({ figures: headline(result), sha256: digest(result) }).toEqual({
         figures: pin.figures,
         sha256: pin.sha256,

@@ -132,8 +132,8 @@ describe('stormproof clients with a circuit breaker, by server protection', () =
   it(
     'stormproof/server: recovers too (it never did while the ramp refused a random share of the breakers’ probes)',
     () => {
-      const r = runStorm({ policy: 'stormproof', breaker: true, server: 'stormproof' });
-      const alone = runStorm({ policy: 'stormproof', breaker: true });
+      const r = runStormOnce({ policy: 'stormproof', breaker: true, server: 'stormproof' });
+      const alone = runStormOnce({ policy: 'stormproof', breaker: true });
       expect(alone.recoveredAfterFaultSeconds).not.toBeNull();
       expect(r.recoveredAfterFaultSeconds).not.toBeNull();
       expect(r.server!.reopenedAtSeconds).not.toBeNull();

@@ -33,13 +33,26 @@ export const SMALL_STORM: StormOptions = {
  */
 export const FULL_STORM_TIMEOUT = 180_000;
 
-/** Runs each storm once per test file, on first use: a full storm takes seconds. */
+/** Freezes a value and everything it holds, so no test can change what another one reads. */
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+/**
+ * Runs each storm once per worker, on first use, and hands every caller the same frozen result: a
+ * full storm takes seconds. The files that run full storms share one worker without isolation
+ * (the 'storms' project in vitest.config.ts), so each storm is computed once for all of them.
+ */
 const storms = new Map<string, StormResult>();
 export function runStormOnce(options: StormOptions): StormResult {
   const key = JSON.stringify(options);
   let result = storms.get(key);
   if (result === undefined) {
-    result = runStorm(options);
+    result = deepFreeze(runStorm(options));
     storms.set(key, result);
   }
   return result;
