@@ -10,18 +10,6 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  */
 const LONG_FILES = ['test/install.test.ts'];
 
-/**
- * Files that compute the same full storms (6 to 15 s each on a busy core): one worker runs them
- * one after another without isolation, so `runStormOnce` (test/helpers/fixtures.ts) computes each
- * storm once for all of them. They compute and assert, and change no global state.
- */
-const STORMS = [
-  'test/storm.test.ts',
-  'test/storm-pinned.test.ts',
-  'test/storm-server.test.ts',
-  'test/sim-breaker.test.ts',
-];
-
 /** Files that keep both cores busy by themselves. */
 const HEAVY = ['test/page.browser.test.ts', 'test/reports.browser.test.ts', 'test/cli.test.ts'];
 
@@ -54,17 +42,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/**/*.fleet.test.ts', 'test/lab-live*.test.ts', ...HEAVY, ...STORMS],
-          sequence: { groupOrder: 0 },
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: 'storms',
-          include: STORMS,
-          isolate: false,
-          fileParallelism: false,
+          exclude: ['test/**/*.fleet.test.ts', 'test/lab-live*.test.ts', ...HEAVY],
           sequence: { groupOrder: 0 },
         },
       },

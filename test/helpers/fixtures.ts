@@ -43,9 +43,9 @@ function deepFreeze<T>(value: T): T {
 }
 
 /**
- * Runs each storm once per worker, on first use, and hands every caller the same frozen result: a
- * full storm takes seconds. The files that run full storms share one worker without isolation
- * (the 'storms' project in vitest.config.ts), so each storm is computed once for all of them.
+ * Runs each storm once per test file, on first use, and hands every caller the same frozen
+ * result: a full storm takes seconds. The tests that run full storms are parts of one file
+ * (test/storms.test.ts), so each storm is computed once for all of them.
  */
 const storms = new Map<string, StormResult>();
 export function runStormOnce(options: StormOptions): StormResult {

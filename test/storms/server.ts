@@ -3,8 +3,8 @@
 // all-or-nothing shedder in the style of Fastify's under-pressure. Every figure asserted here is
 // read from the simulator's output; docs/storm-model.md ("The server rows") gives the numbers.
 import { describe, expect, it } from 'vitest';
-import { runStorm, type StormOptions, type StormServerRampStep } from '../src/sim/storm.js';
-import { FULL_STORM_TIMEOUT, runStormOnce } from './helpers/fixtures.js';
+import { runStorm, type StormOptions, type StormServerRampStep } from '../../src/sim/storm.js';
+import { FULL_STORM_TIMEOUT, runStormOnce } from '../helpers/fixtures.js';
 
 /** The moves of one server's ramp after its last step back to the floor (or its last trip). */
 function lastClimb(ramp: readonly StormServerRampStep[], server: number): StormServerRampStep[] {

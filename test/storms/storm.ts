@@ -3,15 +3,15 @@
 // seed; the rest checks that the runs repeat, that the stormproof clients really go through the
 // engine (budget, attempts, Retry-After) and that options are validated.
 import { describe, expect, it } from 'vitest';
-import type { Budget } from '../src/core/budgets/budget.js';
-import { RetryBudget } from '../src/core/budgets/retry-budget.js';
+import type { Budget } from '../../src/core/budgets/budget.js';
+import { RetryBudget } from '../../src/core/budgets/retry-budget.js';
 import {
   runStorm,
   type StormLiveSecond,
   type StormOptions,
   type StormResult,
-} from '../src/sim/storm.js';
-import { FULL_STORM_TIMEOUT, runStormOnce, SMALL_STORM } from './helpers/fixtures.js';
+} from '../../src/sim/storm.js';
+import { FULL_STORM_TIMEOUT, runStormOnce, SMALL_STORM } from '../helpers/fixtures.js';
 
 /** Success ratio of the user requests that ended in the last `n` seconds of the run. */
 function tailSuccess(result: StormResult, n: number): number {

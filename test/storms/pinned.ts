@@ -4,8 +4,8 @@
 // and the new hash printed, so a deliberate change is seen and explained.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import type { StormOptions, StormResult } from '../src/sim/storm.js';
-import { FULL_STORM_TIMEOUT, runStormOnce } from './helpers/fixtures.js';
+import type { StormOptions, StormResult } from '../../src/sim/storm.js';
+import { FULL_STORM_TIMEOUT, runStormOnce } from '../helpers/fixtures.js';
 
 /**
  * The SHA-256 of the result's JSON (every field in the order the model writes them), without the

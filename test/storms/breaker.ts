@@ -4,17 +4,17 @@
 // for seed 1; the run without a breaker is pinned too, so the breaker's code cannot move it.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { checkStack } from '../src/sim/check.js';
-import { runStorm, type StormResult } from '../src/sim/storm.js';
+import { checkStack } from '../../src/sim/check.js';
+import { runStorm, type StormResult } from '../../src/sim/storm.js';
 import {
   CLIENT_LIBRARY_LAYER,
   FULL_STORM_TIMEOUT,
   runStormOnce,
   SMALL_STORM,
-} from './helpers/fixtures.js';
+} from '../helpers/fixtures.js';
 
 const example = JSON.parse(
-  readFileSync(new URL('../examples/stack.json', import.meta.url), 'utf8'),
+  readFileSync(new URL('../../examples/stack.json', import.meta.url), 'utf8'),
 ) as { layers: Record<string, unknown>[] };
 
 /** The example stack (3 layers of 4 attempts, no budget) with `breaker` on layer `at`. */
