@@ -6,9 +6,11 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 /**
  * Files far longer than their size says, started first (vitest starts the largest first when it
  * has no timings of its own, as in a fresh clone): the git install's builds run at nice 15 for
- * most of a minute, and the short files beside them leave a core idle much of the time.
+ * most of a minute, and the short files beside them leave a core idle much of the time; the
+ * full storms' file is a few imports (test/storms/ holds its tests) and computes for 30 s, last
+ * of all when it was left to its size.
  */
-const LONG_FILES = ['test/install.test.ts'];
+const LONG_FILES = ['test/install.test.ts', 'test/storms.test.ts'];
 
 /** Files that keep both cores busy by themselves. */
 const HEAVY = ['test/page.browser.test.ts', 'test/reports.browser.test.ts', 'test/cli.test.ts'];
