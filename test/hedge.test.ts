@@ -495,4 +495,38 @@ describe('the learned delay', () => {
     for (let i = 0; i < 992; i++) hedging.learn(2);
     expect(hedging.delayMs()).toBe(10); // 2 ms, raised to the 10 ms floor
   });
+
+  it('is the quantile of the window as a sort of it says, at every recompute, for any latencies', () => {
+    // The window is kept in order as it changes, not sorted at each recompute: the delay must be
+    // the one a sort of the last 1,024 latencies gives, whatever they are (repeats, zeros,
+    // fractions, values that sort differently as text), through thousands of evictions.
+    let seed = 7;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed / 2147483648;
+    };
+    const draws: Array<() => number> = [
+      () => Math.floor(random() * 2000) / 10, // fractions, 0 to 200 ms
+      () => Math.floor(random() * 8), // few distinct values, many repeats, zeros
+      () => (random() < 0.05 ? 500 + random() * 500 : 1 + random() * 9), // a slow tail
+    ];
+    for (const draw of draws) {
+      for (const maxExtraLoad of [0.05, 0.3]) {
+        const hedging = new Hedging('test', { minDelayMs: 0, maxExtraLoad });
+        const seen: number[] = [];
+        for (let n = 1; n <= 5000; n++) {
+          const ms = draw();
+          seen.push(ms);
+          hedging.learn(ms);
+          if (n < 20 || (n - 20) % 32 !== 0) continue;
+          const window = Float64Array.from(seen.slice(-1024)).sort();
+          const at = Math.min(
+            window.length - 1,
+            Math.floor((1 - 0.8 * maxExtraLoad) * window.length),
+          );
+          expect(hedging.delayMs(), `after ${n} latencies`).toBe(window[at]);
+        }
+      }
+    }
+  });
 });

@@ -99,7 +99,7 @@ const QUANTILE_MARGIN = 0.8;
  * latency this share of recent successful attempts stayed under.
  */
 const ANSWER_QUANTILE = 0.9;
-/** The learned delay is recomputed every this many samples (a sort of the window). */
+/** The learned delay is recomputed every this many samples. */
 const RECOMPUTE_EVERY = 32;
 /** Hedges judged for "still winning", and how many of them must have won. */
 const OUTCOMES = 16;
@@ -121,13 +121,31 @@ export class HedgeLostError extends Error {
   }
 }
 
+/**
+ * Where `value` goes among the first `size` values of `ordered` (in the order a typed array sorts:
+ * NaN last): the first place whose value is not below it.
+ */
+function orderOf(ordered: Float64Array, size: number, value: number): number {
+  let low = 0;
+  let high = size;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    const v = ordered[mid]!;
+    if (v < value || (value !== value && v === v)) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
 /** Hedging of one policy: its options and what its calls have learned, shared by all of them. */
 export class Hedging {
   readonly maxHedges: number;
   readonly maxExtraLoad: number;
   readonly fixedDelayMs: number | undefined;
   readonly minDelayMs: number;
+  /** The window's latencies in the order they came (a ring), and the same values in order. */
   private readonly latencies = new Float64Array(WINDOW);
+  private readonly ordered = new Float64Array(WINDOW);
   private samples = 0;
   private learnedMs: number | undefined;
   /** The latency nine in ten recent successful attempts stayed under, once learned. */
@@ -174,16 +192,29 @@ export class Hedging {
   /** A successful attempt's latency from its first copy, in ms. */
   learn(latencyMs: number): void {
     if (this.fixedDelayMs !== undefined) return;
-    this.latencies[this.samples % WINDOW] = latencyMs;
+    // The window is kept in order as it changes (a binary search and a move of part of it, a few
+    // hundred nanoseconds): sorting all of it at each recompute took most of a hedged call's time.
+    const ordered = this.ordered;
+    let size = Math.min(this.samples, WINDOW);
+    const slot = this.samples % WINDOW;
+    if (this.samples >= WINDOW) {
+      const at = orderOf(ordered, size, this.latencies[slot]!);
+      ordered.copyWithin(at, at + 1, size);
+      size--;
+    }
+    const at = orderOf(ordered, size, latencyMs);
+    ordered.copyWithin(at + 1, at, size);
+    ordered[at] = latencyMs;
+    size++;
+    this.latencies[slot] = latencyMs;
     this.samples++;
     if (this.samples >= MIN_SAMPLES && (this.samples - MIN_SAMPLES) % RECOMPUTE_EVERY === 0) {
-      const seen = this.latencies.slice(0, Math.min(this.samples, WINDOW)).sort();
       // A fifth below the cap: the estimate lags a changing latency, and hedges due beyond the
       // allowance would be refused at random, the slowest attempts among them.
       const share = QUANTILE_MARGIN * this.maxExtraLoad;
-      const q = seen[Math.min(seen.length - 1, Math.floor((1 - share) * seen.length))]!;
+      const q = ordered[Math.min(size - 1, Math.floor((1 - share) * size))]!;
       this.learnedMs = Math.max(this.minDelayMs, q);
-      this.answerMs = seen[Math.floor(ANSWER_QUANTILE * seen.length)]!;
+      this.answerMs = ordered[Math.floor(ANSWER_QUANTILE * size)]!;
     }
   }
 
