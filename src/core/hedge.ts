@@ -131,7 +131,7 @@ function orderOf(ordered: Float64Array, size: number, value: number): number {
   while (low < high) {
     const mid = (low + high) >>> 1;
     const v = ordered[mid]!;
-    if (v < value || (value !== value && v === v)) low = mid + 1;
+    if (v < value || (Number.isNaN(value) && !Number.isNaN(v))) low = mid + 1;
     else high = mid;
   }
   return low;
