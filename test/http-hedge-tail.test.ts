@@ -24,26 +24,29 @@ function seeded(seed: number): () => number {
 }
 
 it('undici and axios: the p99 at least 5x lower for at most 5 % more requests, losers aborted', async () => {
-  let random = seeded(20);
-  const c = { requests: 0, hedges: 0, aborted: 0 };
-  const server = createServer((req, res) => {
-    c.requests++;
-    if (req.headers['stormproof-hedge'] !== undefined) c.hedges++;
-    const slow = random() < 0.02;
-    const timer = setTimeout(() => res.end('ok'), slow ? 300 : 2);
-    res.on('close', () => {
-      if (!res.writableFinished) {
-        clearTimeout(timer);
-        c.aborted++;
-      }
-    });
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  // One server per run, each with its own seeded slow requests and counts, so runs can go side
+  // by side (each sends its 1,000 requests one after another): 13 s instead of 28 s, most of it
+  // waiting on the slow requests' timers.
+  const servers: ReturnType<typeof createServer>[] = [];
   const run = async (get: (url: string) => Promise<unknown>) => {
-    random = seeded(20);
-    Object.assign(c, { requests: 0, hedges: 0, aborted: 0 });
+    const random = seeded(20);
+    const c = { requests: 0, hedges: 0, aborted: 0 };
+    const server = createServer((req, res) => {
+      c.requests++;
+      if (req.headers['stormproof-hedge'] !== undefined) c.hedges++;
+      const slow = random() < 0.02;
+      const timer = setTimeout(() => res.end('ok'), slow ? 300 : 2);
+      res.on('close', () => {
+        if (!res.writableFinished) {
+          clearTimeout(timer);
+          c.aborted++;
+        }
+      });
+    });
+    servers.push(server);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const times: number[] = [];
     for (let i = 0; i < 1000; i++) {
       const start = performance.now();
@@ -72,14 +75,29 @@ it('undici and axios: the p99 at least 5x lower for at most 5 % more requests, l
     expect(hedged.aborted).toBeLessThanOrEqual(hedged.hedges);
     expect(hedged.p99 * 5).toBeLessThanOrEqual(300);
   };
-  check('undici', await run(viaUndici(plainAgent)), await run(viaUndici(hedgedAgent)));
   const plainAxios = axios.create({ adapter: 'http' });
   axiosRetry(plainAxios, { getAdapter: axios.getAdapter });
   const hedgedAxios = axios.create({ adapter: 'http' });
   axiosRetry(hedgedAxios, { getAdapter: axios.getAdapter, hedge: {} });
-  check('axios', await run((u) => plainAxios.get(u)), await run((u) => hedgedAxios.get(u)));
+  // The plain runs side by side, then the hedged ones: a hedged p99 is measured beside one other
+  // run only (on a machine with two CPU-bound processes beside the suite, 30 ms against the bound
+  // of 60 with all four side by side).
+  const [undiciPlain, axiosPlain] = await Promise.all([
+    run(viaUndici(plainAgent)),
+    run((u) => plainAxios.get(u)),
+  ]);
+  const [undiciHedged, axiosHedged] = await Promise.all([
+    run(viaUndici(hedgedAgent)),
+    run((u) => hedgedAxios.get(u)),
+  ]);
+  check('undici', undiciPlain, undiciHedged);
+  check('axios', axiosPlain, axiosHedged);
   await Promise.all([plainAgent.close(), hedgedAgent.close()]);
-  server.closeAllConnections();
-  server.close();
-  await once(server, 'close');
+  await Promise.all(
+    servers.map((server) => {
+      server.closeAllConnections();
+      server.close();
+      return once(server, 'close');
+    }),
+  );
 }, 120_000);
