@@ -335,6 +335,12 @@ export interface CopyCheck<T> {
 }
 
 /**
+ * A hedge's timer this much later than its time says the process stalled (a real timer is
+ * otherwise about 1 ms late).
+ */
+const STALLED_MS = 5;
+
+/**
  * Runs one attempt as up to `1 + maxHedges` copies of `operation`, all ended at `endsAtMs` (the
  * attempt's timeout or the call's deadline). Settles with the first copy
  * that succeeds (the others aborted through their signals, their late values discarded), or,
@@ -471,7 +477,8 @@ export function runHedged<T>(
         if (hedgeChannel.hasSubscribers) report('refused', 'learning');
         return;
       }
-      clock.sleep(delayMs, timer.signal).then(() => {
+      const dueAtMs = clock.now() + delayMs;
+      const send = () => {
         if (settled) return;
         const refusal = hedging.decide(clock.now(), endsAtMs, breaker, policy.budget);
         if (refusal !== undefined) {
@@ -483,6 +490,15 @@ export function runHedged<T>(
         if (hedgeChannel.hasSubscribers) report('sent');
         start(hedge);
         if (hedge < hedging.maxHedges && !settled) schedule(hedge + 1);
+      };
+      clock.sleep(delayMs, timer.signal).then(() => {
+        if (settled) return;
+        // A timer that fired well after its time (the process stalled: a long task, a GC pause,
+        // a busy machine) runs before the sockets are read, and the first copy's answer may be
+        // waiting in one: the hedge waits one more turn of the event loop, so that such an
+        // answer ends the attempt instead of being sent for again (test/hedge-stall.test.ts).
+        if (clock.now() - dueAtMs > STALLED_MS) clock.sleep(0, timer.signal).then(send, noop);
+        else send();
       }, noop);
     };
 
