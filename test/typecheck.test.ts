@@ -3,10 +3,9 @@
 // of the time). `npm run typecheck` and `npm run lint` run the same commands by themselves.
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { root } from './helpers/cli.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const bin = (name: string) =>
   join(root, 'node_modules', '.bin', process.platform === 'win32' ? `${name}.cmd` : name);
 

@@ -492,7 +492,6 @@ export function runHedged<T>(
         if (hedge < hedging.maxHedges && !settled) schedule(hedge + 1);
       };
       clock.sleep(delayMs, timer.signal).then(() => {
-        if (settled) return;
         // A timer that fired well after its time (the process stalled: a long task, a GC pause,
         // a busy machine) runs before the sockets are read, and the first copy's answer may be
         // waiting in one: the hedge waits one more turn of the event loop, so that such an
